@@ -1,0 +1,1 @@
+"""hand_description: The tendon-driven robot hand."""

@@ -1,0 +1,1 @@
+"""hand_servo_driver: Driver for SG90 hobby servos on a microcontroller over USB serial."""

@@ -1,0 +1,1 @@
+"""hand_tracking: Vision half of webcam hand teleoperation."""

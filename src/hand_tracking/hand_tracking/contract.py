@@ -1,0 +1,139 @@
+"""The contracts between vision and actuation, defined once and imported everywhere else.
+
+No rclpy import at module level: pure modules and tests can use the names and the validator;
+nodes call :func:`qos` to get the matching ``rclpy.qos.QoSProfile``.
+
+Flexion convention
+------------------
+A *flexion* is a unitless number in [0, 1]: 0.0 = digit fully open (straight, extended),
+1.0 = digit fully closed (curled into a fist). Every actuator maps 0 → its open end and
+1 → its closed end. ``/hand/target_flexions`` carries one flexion per digit, in
+:data:`FINGER_NAMES` order; ``/hand/joint_flexions`` one per anatomical joint, in
+:data:`JOINT_NAMES` order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+# --- digits and joints ---------------------------------------------------------------------------
+
+#: Digit names, in the order of ``/hand/target_flexions``.
+FINGER_NAMES: tuple[str, ...] = ("thumb", "index", "middle", "ring", "pinky")
+
+#: Anatomical joints of each digit, proximal to distal. The thumb has CMC, MCP and IP joints; the
+#: other fingers MCP, PIP and DIP.
+FINGER_JOINTS: Mapping[str, tuple[str, str, str]] = {
+    "thumb": ("thumb_cmc", "thumb_mcp", "thumb_ip"),
+    "index": ("index_mcp", "index_pip", "index_dip"),
+    "middle": ("middle_mcp", "middle_pip", "middle_dip"),
+    "ring": ("ring_mcp", "ring_pip", "ring_dip"),
+    "pinky": ("pinky_mcp", "pinky_pip", "pinky_dip"),
+}
+
+#: The 15 anatomical joint names, digit by digit, proximal to distal (``/hand/joint_flexions``).
+JOINT_NAMES: tuple[str, ...] = tuple(j for f in FINGER_NAMES for j in FINGER_JOINTS[f])
+
+FLEXION_OPEN = 0.0
+FLEXION_CLOSED = 1.0
+
+# --- node names -----------------------------------------------------------------------------------
+TRACKER_NODE = "hand_tracker"
+TWIN_NODE = "hand_twin"
+SERVO_DRIVER_NODE = "servo_driver"
+JOINT_MAPPER_NODE = "joint_mapper"
+
+# --- topics ---------------------------------------------------------------------------------------
+#: hand_msgs/HandLandmarksArray: every hand in a frame (empty array = frame with no hand).
+TOPIC_LANDMARKS = "/hand/landmarks"
+#: sensor_msgs/JointState: names = FINGER_NAMES, position = flexion 0..1, stamp = frame capture.
+TOPIC_TARGET_FLEXIONS = "/hand/target_flexions"
+#: sensor_msgs/JointState: names = JOINT_NAMES, position = per-joint flexion 0..1.
+TOPIC_JOINT_FLEXIONS = "/hand/joint_flexions"
+#: sensor_msgs/JointState with the URDF's joint names and angles (radians), for robot_state_publisher.
+TOPIC_JOINT_STATES = "/joint_states"
+#: std_msgs/String, transient local: the URDF, as robot_state_publisher publishes it.
+TOPIC_ROBOT_DESCRIPTION = "/robot_description"
+#: sensor_msgs/JointState: measured joint angles/velocities of the MuJoCo twin (URDF names).
+TOPIC_TWIN_JOINT_STATES = "/hand_twin/joint_states"
+#: sensor_msgs/Image: the twin's offscreen rendering.
+TOPIC_TWIN_IMAGE = "/hand_twin/image"
+#: sensor_msgs/Image: the tracker's annotated camera frame (optional).
+TOPIC_TRACKER_IMAGE = "/hand/image_annotated"
+TOPIC_DIAGNOSTICS = "/diagnostics"
+
+
+# --- QoS ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class QosSpec:
+    """A QoS choice as plain data, turned into an rclpy profile by :func:`qos`."""
+
+    reliable: bool
+    depth: int
+    transient_local: bool = False
+
+
+#: Streams of state (landmarks, flexions, joint states, diagnostics): reliable, so recorders and
+#: reliable subscribers (``ros2 topic echo``'s default) get every sample, keep-last 10 so a slow
+#: subscriber never blocks the publisher. A best-effort subscriber also matches it.
+STREAM = QosSpec(reliable=True, depth=10)
+#: What an actuator subscribes with: only the newest command matters; older queued ones are
+#: dropped rather than replayed late.
+LATEST = QosSpec(reliable=True, depth=1)
+#: Camera-sized images: best effort, depth 2 (a lost frame is better than a late one).
+IMAGE = QosSpec(reliable=False, depth=2)
+#: Latched data (robot_description): reliable + transient local, as robot_state_publisher offers it.
+LATCHED = QosSpec(reliable=True, depth=1, transient_local=True)
+
+
+def qos(spec: QosSpec):  # -> rclpy.qos.QoSProfile (rclpy imported lazily)
+    """Return the ``rclpy.qos.QoSProfile`` for a :class:`QosSpec` (history keep-last)."""
+    from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=spec.depth,
+        reliability=ReliabilityPolicy.RELIABLE if spec.reliable else ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL if spec.transient_local else DurabilityPolicy.VOLATILE,
+    )
+
+
+# --- validation of the flexion contract -----------------------------------------------------------
+class FlexionContractError(ValueError):
+    """A message on a flexion topic that breaks the contract (names, lengths, values)."""
+
+
+def parse_flexions(
+    names: Sequence[str],
+    positions: Sequence[float],
+    expected: Sequence[str] = FINGER_NAMES,
+) -> dict[str, float]:
+    """Check one flexion message against the contract and return ``{name: flexion}``.
+
+    names, positions: the JointState's ``name`` and ``position`` arrays.
+    expected: the names that must all be present (FINGER_NAMES or JOINT_NAMES); order is free.
+    Raises FlexionContractError naming the problem for: unequal array lengths, duplicate or
+    unknown names, a missing expected name, a non-finite value, or a value outside [0, 1].
+    Never clips silently: out-of-range values are an error, so a broken producer is noticed.
+    """
+    if len(names) != len(positions):
+        raise FlexionContractError(f"{len(names)} names but {len(positions)} positions")
+    if len(set(names)) != len(names):
+        raise FlexionContractError(f"duplicate names in {list(names)}")
+    unknown = sorted(set(names) - set(expected))
+    if unknown:
+        raise FlexionContractError(f"unknown names {unknown}; expected {list(expected)}")
+    missing = [n for n in expected if n not in names]
+    if missing:
+        raise FlexionContractError(f"missing names {missing}")
+    out: dict[str, float] = {}
+    for n, p in zip(names, positions):
+        v = float(p)
+        if not math.isfinite(v):
+            raise FlexionContractError(f"{n}: non-finite flexion {v}")
+        if not FLEXION_OPEN <= v <= FLEXION_CLOSED:
+            raise FlexionContractError(f"{n}: flexion {v:.4f} outside [0, 1]")
+        out[n] = v
+    return out

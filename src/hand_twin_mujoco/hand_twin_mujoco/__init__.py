@@ -1,0 +1,1 @@
+"""hand_twin_mujoco: MuJoCo digital twin of the tendon-driven robot hand."""
