@@ -36,6 +36,8 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
+            "generate_hand_models = hand_description.generate:main",
+            "render_hand = hand_description.render:main",
         ],
     },
 )

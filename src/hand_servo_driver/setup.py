@@ -36,6 +36,9 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
+            "servo_driver = hand_servo_driver.driver_node:main",
+            "sim_board = hand_servo_driver.sim_board:main",
+            "bench_driver = hand_servo_driver.bench_driver:main",
         ],
     },
 )

@@ -36,6 +36,13 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
+            "tracker_node = hand_tracking.tracker_node:main",
+            "joint_mapper = hand_tracking.joint_mapper_node:main",
+            "check_joint_states = hand_tracking.joint_state_check:main",
+            "pose_picture = hand_tracking.pose_picture:main",
+            "lifecycle_manager = hand_tracking.lifecycle_manager:main",
+            "runner = hand_tracking.runner:main",
+            "bench_tracker = hand_tracking.bench_tracker:main",
         ],
     },
 )

@@ -36,6 +36,8 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
+            "twin_node = hand_twin_mujoco.twin_node:main",
+            "sweep = hand_twin_mujoco.sweep:main",
         ],
     },
 )

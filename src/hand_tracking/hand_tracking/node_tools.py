@@ -1,0 +1,138 @@
+"""Small rclpy helpers shared by every node of the workspace (the only rclpy code outside nodes).
+
+- :class:`SafeLifecycleNode`: a ``LifecycleNode`` that survives a ``change_state`` request for a
+  transition id that is not valid from the current state. In Jazzy rclpy 7.1.6
+  (ros2/rclpy#1209) such a request raises ``RCLError: Transition is not registered`` inside the
+  service callback and kills the node; here it is answered ``success=False`` with a log line.
+- :func:`declare`: declare a parameter with a full ``ParameterDescriptor`` (type from the
+  default, description, numeric range, read-only), as ros/joint_state_publisher does.
+- :func:`run`: ``main()`` body for a node process: init, spin, and on Ctrl-C / SIGTERM take the
+  node through the lifecycle ``shutdown`` transition *while the context is still valid* (so
+  actuators can send their safe pose), then clean up. Exit code 0 on a clean stop.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import rclpy
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.lifecycle import LifecycleNode
+from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+
+_TYPES = {
+    bool: ParameterType.PARAMETER_BOOL,
+    int: ParameterType.PARAMETER_INTEGER,
+    float: ParameterType.PARAMETER_DOUBLE,
+    str: ParameterType.PARAMETER_STRING,
+}
+
+
+class SafeLifecycleNode(LifecycleNode):
+    """LifecycleNode whose ``~/change_state`` service rejects unavailable transitions."""
+
+    def __init__(self, node_name: str, **kwargs: Any):
+        super().__init__(node_name, **kwargs)
+        original = self._service_change_state.callback
+
+        def guarded(req, resp):
+            tid = req.transition.id
+            if req.transition.label:
+                allowed = {t[1] for t in self._state_machine.available_transitions}
+                ok = req.transition.label in allowed
+                what = f"label '{req.transition.label}'"
+            else:
+                allowed = {t[0] for t in self._state_machine.available_transitions}
+                ok = tid in allowed
+                what = f"id {tid}"
+            if not ok:
+                state = self._state_machine.current_state[1]
+                self.get_logger().warning(
+                    f"rejected lifecycle transition {what}: not available from state '{state}'")
+                resp.success = False
+                return resp
+            return original(req, resp)
+
+        self._service_change_state.callback = guarded
+
+    @property
+    def lifecycle_state(self) -> str:
+        """Current primary state label: unconfigured, inactive, active or finalized."""
+        return self._state_machine.current_state[1]
+
+
+def declare(
+    node: Node,
+    name: str,
+    default: Any,
+    description: str,
+    *,
+    range: tuple[float, float] | None = None,  # noqa: A002 - mirrors the descriptor field name
+    step: float = 0.0,
+    read_only: bool = False,
+    array_type: type | None = None,
+) -> Any:
+    """Declare ``name`` with a ParameterDescriptor and return its current value.
+
+    default: bool, int, float or str; or a list with ``array_type`` giving the element type
+    (``float`` → double array, ``str`` → string array, ``int`` → integer array).
+    range: inclusive (min, max) for int/float parameters; out-of-range ``set_parameters`` calls
+    are then refused by rclpy with a reason, before any on-set callback runs.
+    """
+    if array_type is not None:
+        ptype = {float: ParameterType.PARAMETER_DOUBLE_ARRAY, str: ParameterType.PARAMETER_STRING_ARRAY,
+                 int: ParameterType.PARAMETER_INTEGER_ARRAY, bool: ParameterType.PARAMETER_BOOL_ARRAY}[array_type]
+    else:
+        ptype = _TYPES[type(default)]
+    desc = ParameterDescriptor(name=name, type=ptype, description=description, read_only=read_only)
+    if range is not None:
+        lo, hi = range
+        if ptype == ParameterType.PARAMETER_INTEGER:
+            desc.integer_range = [IntegerRange(from_value=int(lo), to_value=int(hi), step=int(step))]
+        elif ptype == ParameterType.PARAMETER_DOUBLE:
+            desc.floating_point_range = [FloatingPointRange(from_value=float(lo), to_value=float(hi), step=float(step))]
+        else:
+            raise ValueError(f"{name}: range only applies to int/float parameters")
+    return node.declare_parameter(name, default, desc).value
+
+
+def run(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
+    """Run one node in this process until Ctrl-C/SIGTERM; returns the process exit code.
+
+    On stop, a lifecycle node that is not finalized goes through its ``shutdown`` transition
+    first (its ``on_shutdown`` sends actuators to their safe pose), then the node is destroyed.
+    """
+    rclpy.init(args=list(args) if args is not None else sys.argv,
+               signal_handler_options=SignalHandlerOptions.NO)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    node = None
+    code = 0
+    try:
+        node = factory()
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception as exc:  # noqa: BLE001 - log, then still shut the node down safely
+        code = 1
+        if node is not None:
+            node.get_logger().fatal(f"node crashed: {type(exc).__name__}: {exc}")
+        else:
+            print(f"node failed to start: {type(exc).__name__}: {exc}", file=sys.stderr)
+    finally:
+        if isinstance(node, LifecycleNode) and node._state_machine.current_state[1] in (
+                "unconfigured", "inactive", "active"):
+            try:
+                node.trigger_shutdown()
+            except Exception as exc:  # noqa: BLE001
+                node.get_logger().error(f"shutdown transition failed: {exc}")
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return code
