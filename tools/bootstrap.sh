@@ -8,6 +8,9 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+# One bootstrap at a time per checkout (parallel `make` runs would race in build/ and install/).
+exec 9>"$ROOT/.bootstrap.lock"
+flock 9
 VENV="$ROOT/.venv"
 PY="${PYTHON:-python3}"
 log() { printf '[bootstrap] %s\n' "$*"; }
