@@ -11,74 +11,23 @@ Every process started here inherits the caller's environment; the caller must ha
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import rclpy
-from lifecycle_msgs.msg import State, Transition
-from lifecycle_msgs.srv import ChangeState, GetAvailableTransitions, GetState
+from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.srv import ChangeState
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
+from hand_tracking.lifecycle_client import LifecycleClient
+from hand_tracking.processes import NodeProcess, require_local_ros_env
 
-def require_local_ros_env() -> None:
-    """Raise RuntimeError unless DDS discovery is confined to this machine and a domain is set."""
-    if os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE") != "LOCALHOST":
-        raise RuntimeError("ROS_AUTOMATIC_DISCOVERY_RANGE must be LOCALHOST (source tools/env.sh)")
-    if not os.environ.get("ROS_DOMAIN_ID"):
-        raise RuntimeError("ROS_DOMAIN_ID must be set to a private domain for tests")
-
-
-class NodeProcess:
-    """A node started as its own process (``python -m module args``), stopped with SIGINT.
-
-    Output goes to a log file (path in ``log_path``) so a failing test can show it.
-    """
-
-    def __init__(self, args: Sequence[str], log_path: str, env: dict[str, str] | None = None):
-        require_local_ros_env()
-        self.log_path = log_path
-        self._log = open(log_path, "wb")
-        self.proc = subprocess.Popen(
-            list(args),
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
-            start_new_session=True,
-        )
-
-    @classmethod
-    def module(cls, module: str, *args: str, log_path: str, env: dict[str, str] | None = None):
-        """Start ``python -m module *args``."""
-        return cls([sys.executable, "-m", module, *args], log_path, env)
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def output(self) -> str:
-        self._log.flush()
-        with open(self.log_path, "rb") as f:
-            return f.read().decode(errors="replace")
-
-    def stop(self, timeout: float = 10.0) -> int:
-        """SIGINT, then SIGKILL after ``timeout``; returns the exit code."""
-        if self.alive():
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
-        self._log.close()
-        return self.proc.returncode
+__all__ = ["NodeProcess", "RosProbe", "parameter_value", "require_local_ros_env", "wait_until"]
 
 
 class RosProbe:
@@ -135,13 +84,7 @@ class RosProbe:
         """Request a lifecycle transition by label (configure, activate, deactivate, cleanup,
         shutdown). Returns the node's ``success``; False if the transition is not available from
         the current state (the request is then not sent, see module docstring)."""
-        avail = self.call(GetAvailableTransitions, f"/{node}/get_available_transitions",
-                          GetAvailableTransitions.Request(), timeout)
-        labels = {t.transition.label: t.transition.id for t in avail.available_transitions}
-        if label not in labels:
-            return False
-        req = ChangeState.Request(transition=Transition(id=labels[label], label=label))
-        return bool(self.call(ChangeState, f"/{node}/change_state", req, timeout).success)
+        return LifecycleClient(self.node, timeout).transition(node, label)
 
     def change_state_raw(self, node: str, transition_id: int, timeout: float = 10.0) -> Any:
         """Send a ChangeState by id without checking availability (to test robustness)."""
@@ -150,8 +93,7 @@ class RosProbe:
 
     def get_state(self, node: str, timeout: float = 10.0) -> str:
         """The node's lifecycle state label (unconfigured, inactive, active, finalized)."""
-        res = self.call(GetState, f"/{node}/get_state", GetState.Request(), timeout)
-        return res.current_state.label
+        return LifecycleClient(self.node, timeout).state(node)
 
     def set_parameters(self, node: str, timeout: float = 10.0, **values: Any) -> list:
         """``ros2 param set`` for several parameters; returns the SetParametersResult list."""
@@ -194,10 +136,3 @@ def wait_until(pred: Callable[[], bool], timeout: float, what: str, period: floa
         time.sleep(period)
     raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
 
-
-LIFECYCLE_PRIMARY = {
-    State.PRIMARY_STATE_UNCONFIGURED: "unconfigured",
-    State.PRIMARY_STATE_INACTIVE: "inactive",
-    State.PRIMARY_STATE_ACTIVE: "active",
-    State.PRIMARY_STATE_FINALIZED: "finalized",
-}

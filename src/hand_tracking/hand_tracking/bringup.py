@@ -1,0 +1,83 @@
+"""Which nodes make up each way of running the project: one table for launch files and runner.
+
+Pure data and path resolution, no rclpy. ``launch/*.launch.py`` (stock ROS 2 Jazzy) and
+:mod:`hand_tracking.runner` (embedded, no ROS CLI) both read :data:`NODES` and :data:`PROFILES`,
+so the two ways of starting the system cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from hand_tracking import contract
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node process: ``ros2 run <package> <executable> --ros-args -r __node:=<name>
+    --params-file <share>/<params_file>``. ``actuator``: it commands hardware or the twin, so it is
+    deactivated (safe pose) before anything else on shutdown."""
+
+    key: str
+    package: str
+    executable: str
+    name: str
+    params_file: str
+    actuator: bool = False
+
+
+NODES: dict[str, NodeSpec] = {
+    s.key: s
+    for s in (
+        NodeSpec("tracker", "hand_tracking", "tracker_node", contract.TRACKER_NODE, "config/tracker.yaml"),
+        NodeSpec("joint_mapper", "hand_tracking", "joint_mapper", contract.JOINT_MAPPER_NODE,
+                 "config/joint_mapper.yaml"),
+        NodeSpec("twin", "hand_twin_mujoco", "twin_node", contract.TWIN_NODE, "config/twin.yaml", actuator=True),
+        NodeSpec("servo_driver", "hand_servo_driver", "servo_driver", contract.SERVO_DRIVER_NODE,
+                 "config/servo_driver.yaml", actuator=True),
+    )
+}
+
+#: Node keys per way of running, in activation order: consumers first, the tracker last, so no
+#: command is published before its consumers listen. Shutdown runs :func:`shutdown_order`.
+PROFILES: dict[str, tuple[str, ...]] = {
+    "sim": ("twin", "tracker"),
+    "rviz": ("joint_mapper", "tracker"),
+    "hardware": ("servo_driver", "tracker"),
+    "demo": ("twin", "joint_mapper", "servo_driver", "tracker"),
+}
+
+#: Name of the lifecycle manager node that the launch files start.
+LIFECYCLE_MANAGER_NODE = "hand_lifecycle_manager"
+
+
+def profile_nodes(profile: str) -> list[NodeSpec]:
+    """The NodeSpecs of a profile in activation order; KeyError names the unknown profile."""
+    if profile not in PROFILES:
+        raise KeyError(f"unknown profile '{profile}'; choose one of {sorted(PROFILES)}")
+    return [NODES[k] for k in PROFILES[profile]]
+
+
+def shutdown_order(specs: list[NodeSpec]) -> list[NodeSpec]:
+    """Actuators first (they go to their safe pose while commands still flow), then the rest in
+    reverse activation order."""
+    rev = list(reversed(specs))
+    return [s for s in rev if s.actuator] + [s for s in rev if not s.actuator]
+
+
+def share_file(package: str, relative: str) -> str:
+    """Absolute path of ``relative`` in the package's installed share directory."""
+    from ament_index_python.packages import get_package_share_directory
+
+    return os.path.join(get_package_share_directory(package), relative)
+
+
+def executable_path(spec: NodeSpec) -> str:
+    """Absolute path of the installed console script (what ``ros2 run`` would execute)."""
+    from ament_index_python.packages import get_package_prefix
+
+    path = os.path.join(get_package_prefix(spec.package), "lib", spec.package, spec.executable)
+    if not os.access(path, os.X_OK):
+        raise FileNotFoundError(f"{spec.package}/{spec.executable}: no executable at {path} (colcon build?)")
+    return path

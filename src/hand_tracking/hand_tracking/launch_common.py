@@ -1,0 +1,115 @@
+"""Builds the launch descriptions of ``launch/*.launch.py`` from :mod:`hand_tracking.bringup`.
+
+Imported only by launch files on a stock ROS 2 Jazzy install (``launch`` and ``launch_ros``
+cannot be installed on machines without ROS; the embedded runner uses bringup directly).
+
+Launch arguments shared by every profile:
+  source         frame source for the tracker, e.g. ``camera:0``, ``video:/path/clip.mp4``
+  <key>_params   parameter YAML per node (defaults: the package's ``config/<node>.yaml``)
+  use_sim_time   passed to every node
+  headless       twin without the interactive viewer (offscreen rendering only)
+Profile-specific: ``port`` and ``sim_board`` (hardware), ``rviz`` (rviz).
+"""
+
+from __future__ import annotations
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.conditions import IfCondition
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch_ros.actions import LifecycleNode, Node
+from launch_ros.substitutions import FindPackageShare
+from launch_ros.parameter_descriptions import ParameterValue
+
+from hand_tracking.bringup import LIFECYCLE_MANAGER_NODE, NodeSpec, profile_nodes
+
+#: Parameters that launch arguments override, per node key.
+ARGUMENT_OVERRIDES = {
+    "tracker": {"source": "source"},
+    "twin": {"headless": "headless"},
+    "servo_driver": {"port": "port"},
+}
+
+
+def _arguments(specs: list[NodeSpec]) -> list[DeclareLaunchArgument]:
+    args = [
+        DeclareLaunchArgument("source", default_value="camera:0",
+                              description="Tracker frame source: camera:<index|/dev/videoN>, video:<file>, "
+                                          "images:<dir>, bag:<rosbag2 dir>"),
+        DeclareLaunchArgument("use_sim_time", default_value="false", description="Use /clock"),
+        DeclareLaunchArgument("headless", default_value="false",
+                              description="Twin without the interactive MuJoCo viewer"),
+    ]
+    for s in specs:
+        args.append(DeclareLaunchArgument(
+            f"{s.key}_params",
+            default_value=PathJoinSubstitution([FindPackageShare(s.package), s.params_file]),
+            description=f"Parameter file of /{s.name}"))
+    return args
+
+
+def _node(spec: NodeSpec) -> LifecycleNode:
+    overrides = {"use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)}
+    for param, arg in ARGUMENT_OVERRIDES.get(spec.key, {}).items():
+        value_type = bool if arg == "headless" else str
+        overrides[param] = ParameterValue(LaunchConfiguration(arg), value_type=value_type)
+    return LifecycleNode(
+        package=spec.package,
+        executable=spec.executable,
+        name=spec.name,
+        namespace="",
+        parameters=[LaunchConfiguration(f"{spec.key}_params"), overrides],
+        output="screen",
+        emulate_tty=True,
+    )
+
+
+def profile_launch(profile: str, extra_arguments=(), extra_actions=()) -> LaunchDescription:
+    """Launch description for a bringup profile: its lifecycle nodes with their YAML files, and a
+    lifecycle manager that configures and activates them in order (autostart)."""
+    specs = profile_nodes(profile)
+    manager = Node(
+        package="hand_tracking",
+        executable="lifecycle_manager",
+        name=LIFECYCLE_MANAGER_NODE,
+        parameters=[{"node_names": [s.name for s in specs], "autostart": True,
+                     "use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)}],
+        output="screen",
+    )
+    return LaunchDescription(
+        _arguments(specs) + list(extra_arguments) + [_node(s) for s in specs] + list(extra_actions) + [manager]
+    )
+
+
+def hardware_extras():
+    """``port`` argument and an optional simulated board (``sim_board:=true``) on that port."""
+    arguments = [
+        DeclareLaunchArgument("port", default_value="/dev/ttyACM0",
+                              description="Serial device of the servo board"),
+        DeclareLaunchArgument("sim_board", default_value="false",
+                              description="Start the simulated board and link its pty at `port`"),
+    ]
+    board = Node(package="hand_servo_driver", executable="sim_board", name="sim_board",
+                 arguments=["--link", LaunchConfiguration("port")], output="screen",
+                 condition=IfCondition(LaunchConfiguration("sim_board")))
+    return arguments, [board]
+
+
+def rviz_extras():
+    """robot_state_publisher with hand_description's URDF, and rviz2 with the hand config."""
+    from hand_description.paths import urdf_path
+
+    with open(urdf_path()) as f:
+        robot_description = f.read()
+    arguments = [DeclareLaunchArgument("rviz", default_value="true", description="Start rviz2")]
+    rsp = Node(package="robot_state_publisher", executable="robot_state_publisher",
+               name="robot_state_publisher", output="screen",
+               parameters=[{"robot_description": robot_description,
+                            "use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)}])
+    rviz = Node(package="rviz2", executable="rviz2", name="rviz2", output="screen",
+                arguments=["-d", PathJoinSubstitution([FindPackageShare("hand_description"), "rviz", "hand.rviz"])],
+                condition=IfCondition(LaunchConfiguration("rviz")))
+    return arguments, [rsp, rviz]
+
+
+__all__ = ["profile_launch", "hardware_extras", "rviz_extras"]
