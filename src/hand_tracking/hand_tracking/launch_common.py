@@ -16,19 +16,26 @@ from __future__ import annotations
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution, PythonExpression
 from launch_ros.actions import LifecycleNode, Node
-from launch_ros.substitutions import FindPackageShare
 from launch_ros.parameter_descriptions import ParameterValue
+from launch_ros.substitutions import FindPackageShare
 
 from hand_tracking.bringup import LIFECYCLE_MANAGER_NODE, NodeSpec, profile_nodes
 
-#: Parameters that launch arguments override, per node key.
-ARGUMENT_OVERRIDES = {
-    "tracker": {"source": "source"},
-    "twin": {"headless": "headless"},
-    "servo_driver": {"port": "port"},
-}
+
+def _overrides(key: str) -> dict:
+    """Node parameters that the launch arguments set, per bringup node key."""
+    out = {"use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)}
+    if key == "tracker":
+        out["source"] = ParameterValue(LaunchConfiguration("source"), value_type=str)
+    elif key == "twin":  # headless:=true → no interactive viewer (offscreen rendering only)
+        out["viewer"] = ParameterValue(
+            PythonExpression(["'", LaunchConfiguration("headless"), "'.lower() not in ('true', '1')"]),
+            value_type=bool)
+    elif key == "servo_driver":
+        out["port"] = ParameterValue(LaunchConfiguration("port"), value_type=str)
+    return out
 
 
 def _arguments(specs: list[NodeSpec]) -> list[DeclareLaunchArgument]:
@@ -49,16 +56,12 @@ def _arguments(specs: list[NodeSpec]) -> list[DeclareLaunchArgument]:
 
 
 def _node(spec: NodeSpec) -> LifecycleNode:
-    overrides = {"use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)}
-    for param, arg in ARGUMENT_OVERRIDES.get(spec.key, {}).items():
-        value_type = bool if arg == "headless" else str
-        overrides[param] = ParameterValue(LaunchConfiguration(arg), value_type=value_type)
     return LifecycleNode(
         package=spec.package,
         executable=spec.executable,
         name=spec.name,
         namespace="",
-        parameters=[LaunchConfiguration(f"{spec.key}_params"), overrides],
+        parameters=[LaunchConfiguration(f"{spec.key}_params"), _overrides(spec.key)],
         output="screen",
         emulate_tty=True,
     )

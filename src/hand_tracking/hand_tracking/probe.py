@@ -17,7 +17,7 @@ import rclpy
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
-from rcl_interfaces.srv import SetParameters
+from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
@@ -90,12 +90,32 @@ class RosProbe:
         """The node's lifecycle state label (unconfigured, inactive, active, finalized)."""
         return LifecycleClient(self.node, timeout).state(node)
 
+    def get_parameters(self, node: str, names: list[str], timeout: float = 10.0) -> dict[str, Any]:
+        """``ros2 param get`` for several parameters: {name: value} (None for undeclared ones)."""
+        res = self.call(GetParameters, f"/{node}/get_parameters", GetParameters.Request(names=names), timeout)
+        return {n: parameter_python(v) for n, v in zip(names, res.values)}
+
     def set_parameters(self, node: str, timeout: float = 10.0, **values: Any) -> list:
         """``ros2 param set`` for several parameters; returns the SetParametersResult list."""
         params = [Parameter(name=k, value=parameter_value(v)) for k, v in values.items()]
         res = self.call(SetParameters, f"/{node}/set_parameters",
                         SetParameters.Request(parameters=params), timeout)
         return list(res.results)
+
+
+def parameter_python(pv: ParameterValue) -> Any:
+    """rcl_interfaces/ParameterValue → Python value (None for NOT_SET)."""
+    t = pv.type
+    return {
+        ParameterType.PARAMETER_BOOL: lambda: pv.bool_value,
+        ParameterType.PARAMETER_INTEGER: lambda: pv.integer_value,
+        ParameterType.PARAMETER_DOUBLE: lambda: pv.double_value,
+        ParameterType.PARAMETER_STRING: lambda: pv.string_value,
+        ParameterType.PARAMETER_BOOL_ARRAY: lambda: list(pv.bool_array_value),
+        ParameterType.PARAMETER_INTEGER_ARRAY: lambda: list(pv.integer_array_value),
+        ParameterType.PARAMETER_DOUBLE_ARRAY: lambda: list(pv.double_array_value),
+        ParameterType.PARAMETER_STRING_ARRAY: lambda: list(pv.string_array_value),
+    }.get(t, lambda: None)()
 
 
 def parameter_value(v: Any) -> ParameterValue:

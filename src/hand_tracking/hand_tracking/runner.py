@@ -1,0 +1,380 @@
+"""Embedded runner: the launch files' node sets without the ROS CLI (``make demo`` uses it).
+
+Starts the same executables with the same ``config/*.yaml`` files as ``launch/*.launch.py``
+(both read :mod:`hand_tracking.bringup`), each as its own process, brings them through their
+lifecycle in order, records topics to a rosbag2 (MCAP) with the ``rosbags`` library, shows
+progress, and on Ctrl-C (or at the end of a video) shuts down actuators first (safe pose), then
+the rest. Exits non-zero if any node dies.
+
+  python -m hand_tracking.runner demo --video ../shared/media/human_hand_video.mp4 --out out
+  python -m hand_tracking.runner sim --source camera:0
+  python -m hand_tracking.runner param hand_tracker index_curled_angle 1.7   # = ros2 param set
+  python -m hand_tracking.runner calibrate open                              # tracker calibration
+  python -m hand_tracking.runner replay --bag out/demo_bag --out out/replay -p tracker.index_curled_angle=1.4
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import pathlib
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from hand_tracking import contract
+from hand_tracking.bringup import NodeSpec, executable_path, profile_nodes, share_file, shutdown_order
+from hand_tracking.processes import NodeProcess, require_local_ros_env
+from hand_tracking.stats import percentiles_ms, rate_hz
+
+#: Topics recorded to the bag: topic -> ROS type name.
+RECORDED_TOPICS: dict[str, str] = {
+    contract.TOPIC_LANDMARKS: "hand_msgs/msg/HandLandmarksArray",
+    contract.TOPIC_TARGET_FLEXIONS: "sensor_msgs/msg/JointState",
+    contract.TOPIC_JOINT_FLEXIONS: "sensor_msgs/msg/JointState",
+    contract.TOPIC_JOINT_STATES: "sensor_msgs/msg/JointState",
+    contract.TOPIC_TWIN_JOINT_STATES: "sensor_msgs/msg/JointState",
+    contract.TOPIC_DIAGNOSTICS: "diagnostic_msgs/msg/DiagnosticArray",
+}
+
+
+def ros_value(v: Any) -> str:
+    """Python value → the text of a ``-p name:=value`` override (YAML scalar)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def parse_overrides(items: list[str]) -> dict[str, dict[str, Any]]:
+    """``["tracker.mirror=true", "twin.render_rate=15"]`` → ``{"tracker": {"mirror": True}, ...}``.
+    Values are parsed as YAML scalars. ValueError names a malformed item."""
+    import yaml
+
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        node, dot, param = key.partition(".")
+        if not sep or not dot or not node or not param:
+            raise ValueError(f"override '{item}' is not <node>.<parameter>=<value>")
+        out.setdefault(node, {})[param] = yaml.safe_load(value)
+    return out
+
+
+@dataclass
+class RunConfig:
+    """What to run: a bringup profile plus per-node parameter overrides and outputs."""
+
+    profile: str
+    out_dir: pathlib.Path
+    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    params_files: dict[str, str] = field(default_factory=dict)
+    record: bool = True
+    sim_board: bool = True
+    video_frames: int | None = None  # stop after this many frames have been processed
+    idle_stop_s: float | None = None  # stop when no landmarks arrive for this long (end of a file)
+    duration_s: float | None = None
+
+
+class Runner:
+    """Starts, supervises and stops one profile's node processes (see module docstring)."""
+
+    def __init__(self, cfg: RunConfig):
+        require_local_ros_env()
+        self.cfg = cfg
+        self.specs: list[NodeSpec] = profile_nodes(cfg.profile)
+        self.log_dir = cfg.out_dir / "logs"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.procs: dict[str, NodeProcess] = {}
+        self.board: NodeProcess | None = None
+        self.probe = None
+        self.bag = None
+        self._bag_lock = threading.Lock()
+        self.t_start = time.time()
+        # live measurements
+        # (frame_index, receive wall time, hand found, capture stamp ns) per /hand/landmarks message
+        self.frames: list[tuple[int, float, bool, int]] = []
+        self.flexion_latency: list[float] = []
+        self.flexions: dict[int, list[float]] = {}  # capture stamp ns -> flexion thumb..pinky
+        self.last_flexion: list[float] = []
+        self.diagnostics: dict[str, dict[str, str]] = {}
+        self.failure: str | None = None
+
+    # --- processes ----------------------------------------------------------------------------
+    def _start_board(self) -> str:
+        link = str(self.cfg.out_dir / "servo_board.tty")
+        self.board = NodeProcess.module(
+            "hand_servo_driver.sim_board", "--link", link, "--log", str(self.cfg.out_dir / "servo_board_pulses.jsonl"),
+            log_path=str(self.log_dir / "sim_board.log"))
+        end = time.monotonic() + 15
+        while not os.path.exists(link):
+            if not self.board.alive() or time.monotonic() > end:
+                raise RuntimeError(f"simulated board did not come up:\n{self.board.tail()}")
+            time.sleep(0.05)
+        return link
+
+    def _node_args(self, spec: NodeSpec) -> list[str]:
+        params = self.cfg.params_files.get(spec.key) or share_file(spec.package, spec.params_file)
+        args = [executable_path(spec), "--ros-args", "-r", f"__node:={spec.name}", "--params-file", params]
+        for k, v in self.cfg.overrides.get(spec.key, {}).items():
+            args += ["-p", f"{k}:={ros_value(v)}"]
+        return args
+
+    def start(self) -> None:
+        if any(s.key == "servo_driver" for s in self.specs) and self.cfg.sim_board:
+            port = self._start_board()
+            self.cfg.overrides.setdefault("servo_driver", {}).setdefault("port", port)
+        for spec in self.specs:
+            self.procs[spec.key] = NodeProcess(self._node_args(spec), str(self.log_dir / f"{spec.key}.log"))
+
+    def check_alive(self) -> None:
+        """Set ``failure`` (and raise) if any node process has exited."""
+        for key, p in list(self.procs.items()) + ([("sim_board", self.board)] if self.board else []):
+            if not p.alive():
+                self.failure = f"{key} exited with code {p.proc.returncode}; last lines of its log:\n{p.tail()}"
+                raise RuntimeError(self.failure)
+
+    # --- ROS side -------------------------------------------------------------------------------
+    def connect(self) -> None:
+        from hand_tracking.probe import RosProbe
+
+        self.probe = RosProbe("hand_runner")
+        if self.cfg.record:
+            self._start_recording()
+        self._subscribe_measurements()
+
+    def _start_recording(self) -> None:
+        from rosidl_runtime_py.utilities import get_message
+
+        from hand_tracking.bag import BagWriter
+
+        path = self.cfg.out_dir / f"{self.cfg.profile}_bag"
+        if path.exists():
+            import shutil
+
+            shutil.rmtree(path)
+        self.bag = BagWriter(path)
+        for topic, type_name in RECORDED_TOPICS.items():
+            self.bag.add(topic, type_name)
+            self.probe.node.create_subscription(
+                get_message(type_name), topic, self._recorder(topic), contract.qos(contract.STREAM), raw=True)
+
+    def _recorder(self, topic: str):
+        def cb(data: bytes) -> None:
+            with self._bag_lock:
+                if self.bag is not None:
+                    self.bag.write(topic, time.time_ns(), data)
+        return cb
+
+    def _subscribe_measurements(self) -> None:
+        from diagnostic_msgs.msg import DiagnosticArray
+        from sensor_msgs.msg import JointState
+
+        from hand_msgs.msg import HandLandmarksArray
+
+        node = self.probe.node
+        node.create_subscription(HandLandmarksArray, contract.TOPIC_LANDMARKS, self._on_landmarks,
+                                 contract.qos(contract.STREAM))
+        node.create_subscription(JointState, contract.TOPIC_TARGET_FLEXIONS, self._on_flexions,
+                                 contract.qos(contract.STREAM))
+        node.create_subscription(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, self._on_diagnostics,
+                                 contract.qos(contract.STREAM))
+
+    def _on_landmarks(self, msg) -> None:
+        idx = msg.hands[0].frame_index if msg.hands else (self.frames[-1][0] + 1 if self.frames else 0)
+        stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+        self.frames.append((int(idx), time.time(), bool(msg.hands), stamp))
+
+    def _on_flexions(self, msg) -> None:
+        now = time.time()
+        stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+        self.flexion_latency.append(now - stamp * 1e-9)
+        by_name = dict(zip(msg.name, msg.position))
+        self.flexions[stamp] = [float(by_name.get(f, math.nan)) for f in contract.FINGER_NAMES]
+        self.last_flexion = self.flexions[stamp]
+
+    def _on_diagnostics(self, msg) -> None:
+        for status in msg.status:
+            entry = {kv.key: kv.value for kv in status.values}
+            entry["_level"] = str(int.from_bytes(status.level, "little") if isinstance(status.level, bytes)
+                                  else int(status.level))
+            entry["_message"] = status.message
+            self.diagnostics[status.name] = entry
+
+    def bring_up(self) -> None:
+        from hand_tracking.lifecycle_client import LifecycleClient
+
+        client = LifecycleClient(self.probe.node, timeout=60.0)
+        names = [s.name for s in self.specs]
+        client.wait_for(names)
+        client.bring_up(names)
+
+    def bring_down(self) -> list[str]:
+        from hand_tracking.lifecycle_client import LifecycleClient
+
+        if self.probe is None:
+            return []
+        client = LifecycleClient(self.probe.node, timeout=10.0)
+        alive = [s.name for s in shutdown_order(self.specs) if self.procs.get(s.key) and self.procs[s.key].alive()]
+        return client.bring_down(alive, final="shutdown")
+
+    def stop(self) -> None:
+        problems = []
+        try:
+            problems = self.bring_down()
+        except Exception as exc:  # noqa: BLE001 - never skip stopping the processes
+            problems.append(f"lifecycle shutdown: {exc}")
+        for p in problems:
+            print(f"[runner] warning: {p}", file=sys.stderr)
+        for spec in shutdown_order(self.specs):
+            if spec.key in self.procs:
+                self.procs[spec.key].stop()
+        if self.board:
+            self.board.stop()
+        with self._bag_lock:
+            if self.bag is not None:
+                self.bag.close()
+        if self.probe is not None:
+            self.probe.close()
+
+    # --- progress -------------------------------------------------------------------------------
+    def progress_line(self) -> str:
+        n = len(self.frames)
+        det = sum(1 for f in self.frames if f[2])
+        total = f"/{self.cfg.video_frames}" if self.cfg.video_frames else ""
+        fps = rate_hz([f[1] for f in self.frames[-60:]])
+        lat = percentiles_ms(self.flexion_latency[-60:])["p50"]
+        flex = " ".join(f"{v:.2f}" for v in self.last_flexion)
+        return (f"[runner] frames {n}{total}  hand {det}/{n}  {fps or 0:.1f} fps  "
+                f"capture→flexion {lat or 0:.1f} ms  flexion [{flex}]")
+
+    def finished(self) -> bool:
+        if self.cfg.video_frames and len(self.frames) >= self.cfg.video_frames:
+            return True
+        if self.cfg.idle_stop_s and self.frames and time.time() - self.frames[-1][1] > self.cfg.idle_stop_s:
+            return True
+        return bool(self.cfg.duration_s and time.time() - self.t_start > self.cfg.duration_s)
+
+    def supervise(self, on_tick=None) -> None:
+        """Until finished (or Ctrl-C): check processes, print progress, call ``on_tick``."""
+        last_print = 0.0
+        while not self.finished():
+            self.check_alive()
+            if on_tick is not None:
+                on_tick(self)
+            if time.monotonic() - last_print > 1.0:
+                print(self.progress_line(), flush=True)
+                last_print = time.monotonic()
+            time.sleep(0.05)
+        print(self.progress_line(), flush=True)
+
+
+# --- CLI --------------------------------------------------------------------------------------------
+def _video_frame_count(path: str) -> int:
+    import cv2
+
+    cap = cv2.VideoCapture(path)
+    if not cap.isOpened():
+        raise FileNotFoundError(f"cannot open video {path}")
+    n = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
+    cap.release()
+    return n
+
+
+def run_profile(args: argparse.Namespace) -> int:
+    from hand_tracking import demo
+
+    out = pathlib.Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    overrides = parse_overrides(args.param or [])
+    params_files = dict(kv.split("=", 1) for kv in (args.params_file or []))
+    if args.profile == "demo":
+        return demo.run_demo(args, out, overrides, params_files)
+    source = args.source or (f"video:{os.path.abspath(args.video)}" if args.video else "camera:0")
+    overrides.setdefault("tracker", {}).setdefault("source", source)
+    cfg = RunConfig(profile=args.profile, out_dir=out, overrides=overrides, params_files=params_files,
+                    record=not args.no_record, sim_board=not args.no_sim_board,
+                    video_frames=_video_frame_count(args.video) if args.video else None,
+                    idle_stop_s=5.0 if args.video else None, duration_s=args.duration)
+    runner = Runner(cfg)
+    code = 0
+    try:
+        runner.start()
+        runner.connect()
+        runner.bring_up()
+        print(f"[runner] {args.profile}: {', '.join(s.name for s in runner.specs)} active; Ctrl-C to stop", flush=True)
+        runner.supervise()
+    except KeyboardInterrupt:
+        print("\n[runner] stopping (actuators to safe pose first)", flush=True)
+    except Exception as exc:  # noqa: BLE001
+        print(f"[runner] error: {exc}", file=sys.stderr)
+        code = 1
+    finally:
+        runner.stop()
+    return code
+
+
+def run_param(args: argparse.Namespace) -> int:
+    import yaml
+
+    from hand_tracking.probe import RosProbe
+
+    probe = RosProbe("hand_runner_param")
+    try:
+        (result,) = probe.set_parameters(args.node, **{args.name: yaml.safe_load(args.value)})
+    finally:
+        probe.close()
+    print("Set parameter successful" if result.successful else f"Setting parameter failed: {result.reason}")
+    return 0 if result.successful else 1
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    from hand_msgs.srv import Calibrate
+    from hand_tracking.probe import RosProbe
+
+    probe = RosProbe("hand_runner_calibrate")
+    try:
+        req = Calibrate.Request(pose=Calibrate.Request.OPEN if args.pose == "open" else Calibrate.Request.FIST,
+                                duration_s=float(args.duration))
+        res = probe.call(Calibrate, f"/{contract.TRACKER_NODE}/calibrate", req, timeout=args.duration + 15)
+    finally:
+        probe.close()
+    print(f"{'ok' if res.success else 'rejected'}: {res.message} (frames {res.frames})")
+    return 0 if res.success else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="runner", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    for profile in ("demo", "sim", "rviz", "hardware"):
+        s = sub.add_parser(profile, help=f"run the '{profile}' node set")
+        s.add_argument("--video", help="video file for the tracker (default for demo: the shared hand video)")
+        s.add_argument("--source", help="tracker source, e.g. camera:0 (overrides --video)")
+        s.add_argument("--out", default="out", help="output directory (logs, bag, demo files)")
+        s.add_argument("-p", "--param", action="append", metavar="NODE.PARAM=VALUE",
+                       help="parameter override, e.g. tracker.mirror=true (node keys: tracker, twin, "
+                            "joint_mapper, servo_driver)")
+        s.add_argument("--params-file", action="append", metavar="NODE=FILE", help="replace a node's YAML file")
+        s.add_argument("--no-record", action="store_true", help="do not write a bag")
+        s.add_argument("--no-sim-board", action="store_true", help="hardware: use a real board at servo_driver.port")
+        s.add_argument("--duration", type=float, help="stop after this many seconds")
+        s.set_defaults(func=run_profile, profile=profile)
+    s = sub.add_parser("param", help="set a parameter on a running node (= ros2 param set)")
+    s.add_argument("node"), s.add_argument("name"), s.add_argument("value")
+    s.set_defaults(func=run_param)
+    s = sub.add_parser("calibrate", help="capture the open hand or the fist on the running tracker")
+    s.add_argument("pose", choices=["open", "fist"])
+    s.add_argument("--duration", type=float, default=1.0)
+    s.set_defaults(func=run_calibrate)
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    sys.exit(args.func(args))
+
+
+if __name__ == "__main__":
+    main()
