@@ -16,6 +16,7 @@ import time
 import pytest
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray
+from hand_tracking.joint_state_check import JointStateChecker
 from hand_tracking.testing import NodeProcess, RosProbe, wait_until
 from rcl_interfaces.srv import ListParameters
 from sensor_msgs.msg import JointState
@@ -131,6 +132,8 @@ def test_config_keys_declared_and_fixture_hand_mapped(probe, start):
     assert list(out[0].position) == [0.0] * 15
     assert list(out[1].position) == pytest.approx([UPPER[n] for n in contract.JOINT_NAMES])
     assert list(out[2].position) == pytest.approx([UPPER[n] / 2 for n in contract.JOINT_NAMES])
+    checker = JointStateChecker((FIX / "hand15.urdf").read_text(), max_age_s=None)
+    assert all(checker.check_msg(m) == [] for m in out) and checker.report.ok
 
     # bad input: dropped with a message naming the problem; stale stamp dropped; no NaN out
     link.send({**dict.fromkeys(contract.JOINT_NAMES, 0.2), "ring_pip": math.nan})
