@@ -228,11 +228,11 @@ def check_bag(urdf_xml: str, bag_path: str, topic: str = contract.TOPIC_JOINT_ST
 
 def check_live(urdf_xml: str, topic: str = contract.TOPIC_JOINT_STATES, duration_s: float = 10.0,
                count: int | None = None, record: str | None = None, **opts: Any) -> CheckReport:
-    """Subscribe to ``topic`` (reliable, depth 100) for ``duration_s`` or until ``count`` messages,
+    """Subscribe to ``topic`` (reliable, depth 100) for ``duration_s``, until ``count`` messages or Ctrl-C,
     checking each at reception (node clock); ``record``: also write them to a new MCAP bag there.
     Initialises rclpy if needed (then shuts it down again)."""
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from rclpy.serialization import serialize_message
     from sensor_msgs.msg import JointState
@@ -265,6 +265,8 @@ def check_live(urdf_xml: str, topic: str = contract.TOPIC_JOINT_STATES, duration
     try:
         while time.monotonic() < end and (count is None or checker.report.messages < count) and rclpy.ok():
             executor.spin_once(timeout_sec=0.05)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass  # Ctrl-C ends the listening early; the report covers what arrived
     finally:
         executor.remove_node(node)
         node.destroy_node()

@@ -3,7 +3,7 @@
 MuJoCo compiles the URDF itself (the same file robot_state_publisher gets), the sample's joint
 positions go into ``qpos`` by joint name, ``mj_forward`` does the forward kinematics and an
 offscreen renderer (``MUJOCO_GL=egl``) draws it. The picture is a grid: one column per sample,
-one row per view (front, side).
+one row per view (camera azimuth 90 and 0 degrees: looking along +y and +x of the base).
 
 Samples come from:
 
@@ -24,6 +24,7 @@ import argparse
 import os
 import re
 import sys
+import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -32,8 +33,8 @@ from hand_tracking import contract
 from hand_tracking.joint_mapping import JointMapper, MappingError, load_table, load_urdf_file, parse_urdf
 
 POSES = {"open": 0.0, "half": 0.5, "fist": 1.0}
-#: (label, azimuth deg, elevation deg) of the default views
-VIEWS = (("front", 90.0, -20.0), ("side", 0.0, -20.0))
+#: (label, azimuth deg, elevation deg) of the default views: along +y and along +x of the URDF base
+VIEWS = (("az 90", 90.0, -20.0), ("az 0", 0.0, -20.0))
 
 
 def _resolve_package_uris(urdf_xml: str) -> str:
@@ -56,8 +57,16 @@ def compile_urdf(urdf_xml: str):
     defaults drop visuals). Raises ValueError with MuJoCo's message if it cannot compile."""
     import mujoco
 
-    ext = '<mujoco><compiler discardvisual="false" fusestatic="false" balanceinertia="true"/></mujoco>'
-    text = re.sub(r"(<robot\b[^>]*>)", lambda m: m.group(1) + ext, _resolve_package_uris(urdf_xml), count=1)
+    try:
+        root = ET.fromstring(_resolve_package_uris(urdf_xml))
+    except ET.ParseError as exc:
+        raise ValueError(f"URDF is not well-formed XML: {exc}") from None
+    for el in root.iter():
+        if el.tag in ("visual", "collision"):
+            el.attrib.pop("name", None)  # URDFs often name a link's visual and collision alike: MuJoCo warns
+    root.insert(0, ET.fromstring(
+        '<mujoco><compiler discardvisual="false" fusestatic="false" balanceinertia="true"/></mujoco>'))
+    text = ET.tostring(root, encoding="unicode")
     try:
         spec = mujoco.MjSpec.from_string(text)
         spec.add_texture(name="sky", type=mujoco.mjtTexture.mjTEXTURE_SKYBOX,

@@ -108,6 +108,20 @@ def test_shipped_table_is_valid_and_covers_every_human_joint():
     assert {r.open for r in table.rows} == {"lower"}
 
 
+def test_shipped_table_on_hand_description_urdf():
+    """The shipped table configures against hand_description's URDF: flexion 0 = lower, 1 = upper."""
+    paths = pytest.importorskip("hand_description.paths", reason="hand_description not built yet")
+    if not paths.urdf_path().is_file():
+        pytest.skip(f"{paths.urdf_path()} not generated yet")
+    urdf = load_urdf_file(paths.urdf_path())
+    m = JointMapper.from_urdf(urdf, load_table(PKG / "config" / "joint_map_hand.yaml"))
+    assert m.names == JOINT_NAMES and m.warnings == [] and m.mimics == ()
+    _, joints = parse_urdf(urdf)
+    assert m.map(OPEN).positions == [joints[n].lower for n in JOINT_NAMES]
+    assert m.map(FIST).positions == [joints[n].upper for n in JOINT_NAMES]
+    assert all(joints[n].upper > joints[n].lower == 0.0 for n in JOINT_NAMES)
+
+
 @pytest.mark.parametrize("data, joint, words", [
     (table_with({"joint": "j", "human": "index_knuckle"}), "j", "human joint 'index_knuckle'"),
     (table_with({"joint": "j", "human": "index_mcp", "open": "closed"}), "j", "open must be"),
