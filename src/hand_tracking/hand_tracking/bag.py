@@ -74,11 +74,24 @@ class BagWriter:
         self.close()
 
 
-def read_messages(path: str | os.PathLike, topics: list[str] | None = None,
-                  store: Typestore | None = None) -> Iterator[tuple[str, int, Any]]:
-    """Yield ``(topic, log_time_ns, deserialized message)`` in log-time order from a rosbag2."""
-    store = store or typestore()
+def read_messages(path: str | os.PathLike, topics: list[str] | None = None) -> Iterator[tuple[str, int, Any]]:
+    """Yield ``(topic, log_time_ns, message)`` in log-time order from a rosbag2, as rclpy messages.
+
+    rosbags reads the container; rclpy deserializes the CDR (as ``ros2 bag play`` would): data
+    recorded from rmw can end in alignment padding that rosbags' strict ``deserialize_cdr`` refuses
+    ("CDR message size mismatch"), while rmw accepts it.
+    """
+    from rclpy.serialization import deserialize_message
+    from rosidl_runtime_py.utilities import get_message
+
     with Reader(pathlib.Path(path)) as reader:
         conns = [c for c in reader.connections if topics is None or c.topic in topics]
+        classes = {c.msgtype: get_message(c.msgtype) for c in conns}
         for conn, t, raw in reader.messages(connections=conns):
-            yield conn.topic, t, store.deserialize_cdr(raw, conn.msgtype)
+            yield conn.topic, t, deserialize_message(bytes(raw), classes[conn.msgtype])
+
+
+def topic_counts(path: str | os.PathLike) -> dict[str, tuple[str, int]]:
+    """{topic: (type, message count)} from a rosbag2's metadata."""
+    with Reader(pathlib.Path(path)) as reader:
+        return {c.topic: (c.msgtype, c.msgcount) for c in reader.connections}

@@ -107,7 +107,8 @@ def rviz_extras():
     arguments = [DeclareLaunchArgument("rviz", default_value="true", description="Start rviz2")]
     rsp = Node(package="robot_state_publisher", executable="robot_state_publisher",
                name="robot_state_publisher", output="screen",
-               parameters=[{"robot_description": robot_description,
+               # publish_frequency caps TF publication (Jazzy default 20 Hz): above the camera's 30 fps
+               parameters=[{"robot_description": robot_description, "publish_frequency": 60.0,
                             "use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)}])
     rviz = Node(package="rviz2", executable="rviz2", name="rviz2", output="screen",
                 arguments=["-d", PathJoinSubstitution([FindPackageShare("hand_description"), "rviz", "hand.rviz"])],

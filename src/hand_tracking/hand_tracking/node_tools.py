@@ -116,7 +116,10 @@ def run(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
         node = factory()
         executor = SingleThreadedExecutor()
         executor.add_node(node)
-        executor.spin()
+        # spin_once with a timeout (not spin()): with rclpy's signal handlers off, a blocking wait
+        # would keep Python from running the SIGINT handler while the node is idle.
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=0.1)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception as exc:  # noqa: BLE001 - log, then still shut the node down safely

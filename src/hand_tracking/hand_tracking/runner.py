@@ -123,6 +123,9 @@ class Runner:
         return args
 
     def start(self) -> None:
+        if any(s.key == "joint_mapper" for s in self.specs):
+            # no robot_state_publisher here: read the URDF file without waiting for /robot_description
+            self.cfg.overrides.setdefault("joint_mapper", {}).setdefault("description_timeout_s", 0.0)
         if any(s.key == "servo_driver" for s in self.specs) and self.cfg.sim_board:
             port = self._start_board()
             self.cfg.overrides.setdefault("servo_driver", {}).setdefault("port", port)
