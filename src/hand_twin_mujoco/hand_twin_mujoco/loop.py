@@ -1,0 +1,202 @@
+"""The twin's real-time physics loop (no rclpy): watchdog → flexor targets → steps → samples.
+
+:class:`PhysicsLoop` owns the lock that serialises the :class:`~hand_twin_mujoco.sim.TwinSim`.
+``iterate(now)`` does one pass without sleeping (tests drive it with a fake clock);
+``start()`` runs it in a daemon thread paced to the wall clock, so a ROS executor is never
+blocked by physics. Everything the outside world sees goes through callbacks:
+
+- ``on_sample(TwinState, Decision)`` at ``publish_rate`` (joint states);
+- ``on_event(level, message)`` for watchdog transitions (``warn`` on timeout, ``info`` on
+  resume) and instability resets (``error``).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from .render import FrameMeta
+from .sim import TwinSim, TwinState
+from .watchdog import Command, CommandWatchdog, Decision, RealTimePacer, WatchdogState
+
+
+@dataclass(frozen=True)
+class LoopStats:
+    """Figures for /diagnostics. Times in s; rtf = simulated / wall time."""
+
+    real_time_factor: float  # over the pacer window (≈ 1 when keeping up)
+    real_time_factor_total: float  # since start
+    max_lag: float  # worst wall − sim lag seen before stepping caught up
+    dropped_time: float  # catch-up dropped because physics fell > max_lag behind
+    busy_fraction: float  # share of wall time spent inside mj_step
+    command_age: float  # age of the newest command (inf: none yet)
+    watchdog: WatchdogState
+    resets: int
+    last_reset_reason: str | None
+    sim_time: float
+    steps: int
+    commands: int
+
+
+class PhysicsLoop:
+    def __init__(
+        self,
+        sim: TwinSim,
+        watchdog: CommandWatchdog,
+        publish_rate: float = 100.0,
+        on_sample: Callable[[TwinState, Decision], None] = lambda s, d: None,
+        on_event: Callable[[str, str], None] = lambda level, msg: None,
+        max_lag: float = 0.1,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ):
+        self.sim = sim
+        self.watchdog = watchdog
+        self.lock = threading.Lock()
+        self.pacer = RealTimePacer(sim.hand.timestep, max_lag=max_lag)
+        self.set_publish_rate(publish_rate)
+        self.on_sample = on_sample
+        self.on_event = on_event
+        self.clock = clock
+        self.wall_clock = wall_clock
+        self.viewer_sync: Callable[[], None] | None = None
+        self.viewer_period = 1.0 / 60.0
+        self._next_publish = -math.inf
+        self._next_viewer = -math.inf
+        self._busy = 0.0
+        self._max_lag = 0.0
+        self._last_reset_reason: str | None = None
+        self._decision: Decision | None = None
+        self._commands = 0
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    # --- inputs ------------------------------------------------------------------------------------
+    def set_publish_rate(self, rate: float) -> None:
+        if not (math.isfinite(rate) and rate > 0):
+            raise ValueError(f"publish_rate must be positive, got {rate}")
+        self.publish_period = 1.0 / rate
+
+    def command(self, flexions: np.ndarray, stamp: float, received: float | None = None) -> None:
+        """Feed a validated command (flexions (5,) in [0, 1]; stamp = header stamp in s)."""
+        cmd = Command(np.asarray(flexions, dtype=float).copy(),
+                      self.clock() if received is None else received, stamp)
+        with self.lock:
+            self.watchdog.feed(cmd)
+            self._commands += 1
+
+    # --- one pass ----------------------------------------------------------------------------------
+    def iterate(self, now: float) -> int:
+        """Apply the watchdog's decision, step what is due, publish/sync if due. Returns steps."""
+        with self.lock:
+            decision = self.watchdog.decide(now)
+            self.sim.set_flexions(decision.flexions)
+            self._decision = decision
+            lag = (now - (self.pacer.start if self.pacer.start is not None else now)
+                   - self.pacer.dropped_time) - self.pacer.steps * self.pacer.dt
+            n = self.pacer.due(now)
+            t0 = time.perf_counter()
+            reason = self.sim.step(n)
+            self._busy += time.perf_counter() - t0
+            self.pacer.done(n, now)
+            if n:
+                self._max_lag = max(self._max_lag, lag)
+            if reason is not None:
+                self._last_reset_reason = f"{reason} at sim time {self.sim.time:.3f} s"
+            sample = None
+            if now >= self._next_publish:
+                nxt = self._next_publish + self.publish_period
+                self._next_publish = nxt if nxt > now else now + self.publish_period
+                sample = self.sim.state()
+            if self.viewer_sync is not None and now >= self._next_viewer:
+                self._next_viewer = now + self.viewer_period
+                self.viewer_sync()
+        if decision.changed:
+            if decision.state is WatchdogState.TIMED_OUT:
+                self.on_event("warn", f"no flexion command for {decision.age:.3f} s "
+                                      f"(> command_timeout {self.watchdog.timeout:.3f} s): safe pose "
+                                      f"{np.round(decision.flexions, 3).tolist()}")
+            elif decision.state is WatchdogState.OK:
+                self.on_event("info", "fresh flexion commands: following them")
+            else:
+                self.on_event("info", f"waiting for flexion commands; safe pose "
+                                      f"{np.round(decision.flexions, 3).tolist()}")
+        if reason is not None:
+            self.on_event("error", f"physics unstable ({reason}): reset to keyframe 'open'")
+        if sample is not None:
+            self.on_sample(sample, decision)
+        return n
+
+    # --- thread ------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Run :meth:`iterate` in a thread, in real time, until :meth:`stop`."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self.pacer.begin(self.clock())
+        self._busy = 0.0
+        self._max_lag = 0.0
+        self._thread = threading.Thread(target=self._run, name="twin_physics", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                now = self.clock()
+                self.iterate(now)
+                wake = min(self.pacer.next_due(), self._next_publish)
+                self._stop.wait(max(wake - self.clock(), 0.0005))
+        except Exception as exc:  # noqa: BLE001 - report, never die silently
+            self.on_event("error", f"physics loop stopped: {type(exc).__name__}: {exc}")
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5.0)
+            self._thread = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # --- outputs -----------------------------------------------------------------------------------
+    def stats(self) -> LoopStats:
+        now = self.clock()
+        with self.lock:
+            wall = (now - self.pacer.start) if self.pacer.start is not None else 0.0
+            return LoopStats(
+                real_time_factor=self.pacer.real_time_factor(),
+                real_time_factor_total=self.pacer.total_real_time_factor(now),
+                max_lag=self._max_lag,
+                dropped_time=self.pacer.dropped_time,
+                busy_fraction=self._busy / wall if wall > 0 else float("nan"),
+                command_age=self.watchdog.age(now),
+                watchdog=self.watchdog.state,
+                resets=self.sim.resets,
+                last_reset_reason=self._last_reset_reason,
+                sim_time=self.sim.time,
+                steps=self.pacer.steps,
+                commands=self._commands,
+            )
+
+    def snapshot(self, render_data: mujoco.MjData) -> FrameMeta:
+        """Copy the state into ``render_data`` (for the render thread) and describe it."""
+        with self.lock:
+            self.sim.copy_state_into(render_data)
+            d = self._decision
+            cmd = d.command if d is not None else None
+            offset = self.wall_clock() - self.clock()
+            return FrameMeta(
+                wall_time=self.wall_clock(),
+                sim_time=self.sim.time,
+                command_stamp=cmd.stamp if cmd is not None else float("nan"),
+                command_received=(cmd.received + offset) if cmd is not None else float("nan"),
+                flexions=tuple(float(x) for x in self.sim.flexions),
+                watchdog=(d.state.value if d is not None else WatchdogState.WAITING.value),
+            )

@@ -1,0 +1,155 @@
+"""The twin node's parameters as data (no rclpy): names, defaults, ranges, descriptions, and which
+ones may change while the node is configured.
+
+``twin_node`` declares exactly :data:`PARAMS` (each with a ParameterDescriptor) and turns their
+values into a :class:`TwinConfig` with :func:`config_from`; the live-change validator is
+:func:`check_change`. Tests check that ``config/twin.yaml`` only sets keys declared here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from hand_tracking.contract import FINGER_NAMES
+
+from .model import INTEGRATORS
+from .render import MAX_RENDER_RATE
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    default: Any
+    description: str
+    range: tuple[float, float] | None = None
+    live: bool = False  # may change while configured (inactive/active)
+    array_type: type | None = None
+
+
+PARAMS: tuple[Param, ...] = (
+    Param("model_path", "", "MJCF scene to load; empty = hand_description's scene.xml (paths.scene_path())"),
+    Param("camera", "front", "camera of the scene used for offscreen rendering"),
+    Param("integrator", "implicitfast",
+          "MuJoCo integrator: implicitfast (default: joint damping and actuator kv implicit, stable for "
+          "gram-scale fingers), implicit, euler, rk4, or model (keep the MJCF's)"),
+    Param("gain_settle_time", 0.10, "target 5 % settling time (s) used to size the flexor kp/kv from the model",
+          range=(0.01, 1.0)),
+    Param("gain_damping_ratio", 1.0, "closed-loop damping ratio used to size kv", range=(0.3, 3.0)),
+    Param("gain_reach", 0.95, "steady-state fraction of each tendon length target that kp must reach",
+          range=(0.5, 0.995)),
+    Param("reference_settle_time", 0.06,
+          "s, 5 % settling time of the critically damped 2nd-order filter that turns each flexion command into "
+          "a smooth tendon length reference (no whip past joint limits on steps); 0 = raw steps",
+          range=(0.0, 0.5), live=True),
+    Param("command_timeout", 0.5,
+          "s without a fresh /hand/target_flexions command before the hand goes to safe_flexions (WARN)",
+          range=(0.02, 60.0), live=True),
+    Param("safe_flexions", [0.0] * len(FINGER_NAMES),
+          "flexion per finger (thumb index middle ring pinky, 0 open .. 1 closed) of the safe pose used "
+          "before the first command and after command_timeout", live=True, array_type=float),
+    Param("publish_rate", 100.0, "Hz of /hand_twin/joint_states and /hand_twin/tendons", range=(1.0, 500.0),
+          live=True),
+    Param("diagnostics_rate", 1.0, "Hz of /diagnostics", range=(0.1, 10.0)),
+    Param("max_lag", 0.1, "s of physics lag caught up at most; more is dropped (and reported)",
+          range=(0.005, 1.0)),
+    Param("render_rate", 30.0,
+          f"Hz of offscreen rendering (image topic and recorded frames), ≤ {MAX_RENDER_RATE:g}; 0 = no renderer",
+          range=(0.0, MAX_RENDER_RATE), live=True),
+    Param("publish_image", True, "publish rendered frames on /hand_twin/image (sensor_msgs/Image rgb8)"),
+    Param("image_width", 640, "rendered image width (px)", range=(16, 1920)),
+    Param("image_height", 480, "rendered image height (px)", range=(16, 1080)),
+    Param("shadows", False, "render shadows (about 4x slower on software GL)"),
+    Param("reflections", False, "render reflections (about 4x slower on software GL)"),
+    Param("record_dir", "", "directory for numbered frame files + frames.csv (demo video); empty = off"),
+    Param("record_format", "jpg", "frame file format: jpg or png"),
+    Param("viewer", False, "open MuJoCo's passive viewer (only when DISPLAY is set; headless otherwise)"),
+)
+
+PARAM_NAMES = tuple(p.name for p in PARAMS)
+_BY_NAME = {p.name: p for p in PARAMS}
+
+
+@dataclass(frozen=True)
+class TwinConfig:
+    model_path: str
+    camera: str
+    integrator: str
+    gain_settle_time: float
+    gain_damping_ratio: float
+    gain_reach: float
+    reference_settle_time: float
+    command_timeout: float
+    safe_flexions: tuple[float, ...]
+    publish_rate: float
+    diagnostics_rate: float
+    max_lag: float
+    render_rate: float
+    publish_image: bool
+    image_width: int
+    image_height: int
+    shadows: bool
+    reflections: bool
+    record_dir: str
+    record_format: str
+    viewer: bool
+
+    @property
+    def renders(self) -> bool:
+        """A renderer is needed: a rate and somewhere for the frames to go."""
+        return self.render_rate > 0.0 and (self.publish_image or bool(self.record_dir))
+
+
+def _check_value(name: str, value: Any) -> str | None:
+    p = _BY_NAME[name]
+    if p.range is not None:
+        lo, hi = p.range
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and lo <= value <= hi):
+            return f"{name} must be in [{lo:g}, {hi:g}], got {value!r}"
+    if name == "safe_flexions":
+        vals = list(value)
+        if len(vals) != len(FINGER_NAMES):
+            return f"safe_flexions needs {len(FINGER_NAMES)} values ({' '.join(FINGER_NAMES)}), got {len(vals)}"
+        if not all(math.isfinite(v) and 0.0 <= v <= 1.0 for v in vals):
+            return f"safe_flexions must be finite flexions in [0, 1], got {vals}"
+    if name == "integrator" and value not in INTEGRATORS:
+        return f"integrator must be one of {sorted(INTEGRATORS)}, got '{value}'"
+    if name == "record_format" and value not in ("jpg", "png"):
+        return f"record_format must be jpg or png, got '{value}'"
+    return None
+
+
+def config_from(values: dict[str, Any]) -> TwinConfig:
+    """Validate the parameter values (all of PARAMS) and build the config; ValueError naming the
+    first bad parameter."""
+    for name in PARAM_NAMES:
+        reason = _check_value(name, values[name])
+        if reason:
+            raise ValueError(reason)
+    kw = {n: values[n] for n in PARAM_NAMES}
+    kw["safe_flexions"] = tuple(float(v) for v in values["safe_flexions"])
+    for n in ("gain_settle_time", "gain_damping_ratio", "gain_reach", "reference_settle_time", "command_timeout", "publish_rate",
+              "diagnostics_rate", "max_lag", "render_rate"):
+        kw[n] = float(kw[n])
+    return TwinConfig(**kw)
+
+
+def check_change(name: str, value: Any, configured: bool, renderer_exists: bool) -> str | None:
+    """Reason to refuse setting ``name`` to ``value`` now, or None to accept.
+
+    configured: the node holds a model (inactive or active); configure-time parameters are then
+    refused (they take effect only through cleanup + configure). renderer_exists: a live
+    ``render_rate`` > 0 needs a renderer created at configure time.
+    """
+    if name not in _BY_NAME:
+        return None
+    reason = _check_value(name, value)
+    if reason:
+        return reason
+    p = _BY_NAME[name]
+    if configured and not p.live:
+        return f"{name} is read at configure time: cleanup, set it, then configure again"
+    if configured and name == "render_rate" and value > 0 and not renderer_exists:
+        return "no renderer was created at configure time (render_rate 0 or nowhere to send frames): reconfigure"
+    return None

@@ -1,0 +1,353 @@
+"""``hand_twin``: the MuJoCo twin of the tendon-driven hand as a ROS 2 lifecycle node.
+
+Subscribes ``/hand/target_flexions`` (sensor_msgs/JointState, flexion per finger, QoS LATEST);
+each finger's flexion becomes a flexor tendon *length* target (see ``targets.py``). Physics runs in
+its own thread at the model timestep in real time; rendering in another thread at ≤ 30 Hz.
+
+Publishes (QoS STREAM unless noted):
+
+- ``/hand_twin/joint_states`` (sensor_msgs/JointState): the 15 joints (URDF names), measured
+  position (rad), velocity (rad/s) and effort = flexor actuator torque on the joint (N·m);
+- ``/hand_twin/tendons`` (sensor_msgs/JointState): names ``{finger}_flexor``, position = flexor length
+  (m), velocity (m/s), effort = flexor tension (N, ≥ 0 pulling);
+- ``/diagnostics`` (diagnostic_msgs/DiagnosticArray): real-time factor, command age, watchdog state,
+  resets, render rate;
+- ``/hand_twin/image`` (sensor_msgs/Image rgb8, QoS IMAGE) when ``publish_image`` and rendering.
+
+Lifecycle: configure loads the model, sizes gains, creates publishers, the renderer (its own
+thread/GL context), recorder and viewer; activate subscribes and starts physics; deactivate stops
+physics (state kept); cleanup releases everything; shutdown works from any state.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from hand_tracking.node_tools import SafeLifecycleNode, declare, run
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.lifecycle import State, TransitionCallbackReturn
+from sensor_msgs.msg import Image, JointState
+
+from hand_tracking import contract
+
+from .loop import PhysicsLoop
+from .model import ModelContractError
+from .params import PARAMS, check_change, config_from
+from .render import FrameMeta, FrameRecorder, RenderConfig, RenderWorker
+from .sim import SETTLE_5PCT_OMEGA_T, TwinSim, TwinState, build_twin
+from .watchdog import CommandWatchdog, Decision, WatchdogState
+
+#: sensor_msgs/JointState: flexor tendons (length m, velocity m/s, effort = tension N).
+TOPIC_TWIN_TENDONS = "/hand_twin/tendons"
+TENDON_NAMES = tuple(f"{f}_flexor" for f in contract.FINGER_NAMES)
+
+
+class TwinNode(SafeLifecycleNode):
+    def __init__(self, **kwargs):
+        super().__init__(contract.TWIN_NODE, **kwargs)
+        for p in PARAMS:
+            kw = {"range": p.range} if p.range is not None else {}
+            declare(self, p.name, p.default, p.description, array_type=p.array_type, **kw)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._reset_resources()
+
+    def _reset_resources(self) -> None:
+        self.cfg = None
+        self.build = None
+        self.sim: TwinSim | None = None
+        self.loop: PhysicsLoop | None = None
+        self.render_worker: RenderWorker | None = None
+        self.recorder: FrameRecorder | None = None
+        self.viewer = None
+        self._pubs: list = []
+        self._sub = None
+        self._diag_timer = None
+        self._rejected = 0
+        self._errors_since_report: list[str] = []
+        self._last_render_frames = 0
+        self._last_render_time = 0.0
+        self._last_diag_clock: float | None = None
+
+    # --- parameters --------------------------------------------------------------------------------
+    def _on_set_parameters(self, params) -> SetParametersResult:
+        configured = self.sim is not None
+        for p in params:
+            reason = check_change(p.name, p.value, configured, self.render_worker is not None)
+            if reason:
+                return SetParametersResult(successful=False, reason=reason)
+        if self.loop is not None:
+            for p in params:
+                if p.name == "command_timeout":
+                    with self.loop.lock:
+                        self.loop.watchdog.set_timeout(float(p.value))
+                elif p.name == "safe_flexions":
+                    with self.loop.lock:
+                        self.loop.watchdog.set_safe_flexions(list(p.value))
+                elif p.name == "reference_settle_time":
+                    with self.loop.lock:
+                        self.sim.omega_ref = (SETTLE_5PCT_OMEGA_T / p.value) if p.value > 0 else 0.0
+                elif p.name == "publish_rate":
+                    self.loop.set_publish_rate(float(p.value))
+                elif p.name == "render_rate" and self.render_worker is not None:
+                    if p.value > 0:
+                        self.render_worker.set_rate(float(p.value))
+                        if self.lifecycle_state == "active":
+                            self.render_worker.enabled.set()
+                    else:
+                        self.render_worker.enabled.clear()
+        return SetParametersResult(successful=True)
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+    def on_configure(self, state: State) -> TransitionCallbackReturn:
+        try:
+            cfg = config_from({p.name: self.get_parameter(p.name).value for p in PARAMS})
+            build = build_twin(cfg.model_path or None, camera=cfg.camera, integrator=cfg.integrator,
+                               settle_time=cfg.gain_settle_time, damping_ratio=cfg.gain_damping_ratio,
+                               reach=cfg.gain_reach, reference_settle_time=cfg.reference_settle_time)
+        except (ValueError, ModelContractError) as exc:
+            self.get_logger().error(f"configure failed: {exc}")
+            return TransitionCallbackReturn.FAILURE
+        self.cfg, self.build = cfg, build
+        log = self.get_logger()
+        log.info(f"model {build.hand.path}: timestep {build.hand.timestep * 1e3:.2f} ms, integrator "
+                 f"{cfg.integrator}; flexor lengths open {np.round(build.tmap.l_open * 1e3, 2).tolist()} mm, "
+                 f"closed {np.round(build.tmap.l_closed * 1e3, 2).tolist()} mm")
+        for line in build.gains.lines():
+            (log.warning if line.startswith("WARNING") else log.info)(line)
+        for note in build.notes[len(build.gains.warnings):]:
+            log.warning(note)
+        self.sim = build.sim()
+        self.loop = PhysicsLoop(self.sim, CommandWatchdog(cfg.command_timeout, cfg.safe_flexions),
+                                publish_rate=cfg.publish_rate, on_sample=self._publish_sample,
+                                on_event=self._on_event, max_lag=cfg.max_lag)
+        stream = contract.qos(contract.STREAM)
+        self.pub_joints = self.create_publisher(JointState, contract.TOPIC_TWIN_JOINT_STATES, stream)
+        self.pub_tendons = self.create_publisher(JointState, TOPIC_TWIN_TENDONS, stream)
+        self.pub_diag = self.create_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, stream)
+        self._pubs = [self.pub_joints, self.pub_tendons, self.pub_diag]
+        self.pub_image = None
+        if cfg.renders and cfg.publish_image:
+            self.pub_image = self.create_publisher(Image, contract.TOPIC_TWIN_IMAGE, contract.qos(contract.IMAGE))
+            self._pubs.append(self.pub_image)
+        try:
+            if cfg.record_dir and cfg.render_rate > 0:
+                self.recorder = FrameRecorder(cfg.record_dir, cfg.record_format)
+                log.info(f"recording frames to {cfg.record_dir}")
+            if cfg.renders:
+                self.render_worker = RenderWorker(
+                    build.hand, RenderConfig(cfg.image_width, cfg.image_height, cfg.camera, cfg.shadows,
+                                             cfg.reflections),
+                    cfg.render_rate, snapshot=self.loop.snapshot, sink=self._on_frame,
+                    on_error=lambda msg: self.get_logger().error(msg, throttle_duration_sec=5.0))
+                self.render_worker.start()
+        except (OSError, RuntimeError, ValueError) as exc:
+            log.error(f"configure failed: {exc}")
+            self._release()
+            return TransitionCallbackReturn.FAILURE
+        if cfg.viewer:
+            self._open_viewer()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _open_viewer(self) -> None:
+        if not os.environ.get("DISPLAY"):
+            self.get_logger().warning("viewer requested but DISPLAY is not set: running headless")
+            return
+        try:
+            import mujoco.viewer
+
+            self.viewer = mujoco.viewer.launch_passive(self.build.hand.model, self.sim.data,
+                                                       show_left_ui=False, show_right_ui=False)
+        except Exception as exc:  # noqa: BLE001 - no GLFW/display: stay headless, say why
+            self.get_logger().warning(f"viewer unavailable ({type(exc).__name__}: {exc}): running headless")
+            self.viewer = None
+            return
+        viewer = self.viewer
+
+        def sync() -> None:  # called by the physics thread with the sim lock held
+            if viewer.is_running():
+                viewer.sync()
+
+        self.loop.viewer_sync = sync
+
+    def on_activate(self, state: State) -> TransitionCallbackReturn:
+        self._sub = self.create_subscription(JointState, contract.TOPIC_TARGET_FLEXIONS, self._on_command,
+                                             contract.qos(contract.LATEST))
+        self._diag_timer = self.create_timer(1.0 / self.cfg.diagnostics_rate, self._publish_diagnostics)
+        self.loop.start()
+        if self.render_worker is not None and self.get_parameter("render_rate").value > 0:
+            self.render_worker.enabled.set()
+        self.get_logger().info(f"active: following {contract.TOPIC_TARGET_FLEXIONS}, "
+                               f"command_timeout {self.loop.watchdog.timeout:.3f} s")
+        return super().on_activate(state)
+
+    def _stop_running(self) -> None:
+        if self.render_worker is not None:
+            self.render_worker.enabled.clear()
+        if self.loop is not None:
+            self.loop.stop()
+        if self._sub is not None:
+            self.destroy_subscription(self._sub)
+            self._sub = None
+        if self._diag_timer is not None:
+            self.destroy_timer(self._diag_timer)
+            self._diag_timer = None
+
+    def on_deactivate(self, state: State) -> TransitionCallbackReturn:
+        self._stop_running()
+        return super().on_deactivate(state)
+
+    def _release(self) -> None:
+        self._stop_running()
+        if self.render_worker is not None:
+            self.render_worker.close()
+        if self.recorder is not None:
+            self.recorder.close()
+        if self.viewer is not None:
+            try:
+                self.viewer.close()
+            except Exception as exc:  # noqa: BLE001
+                self.get_logger().warning(f"viewer close: {exc}")
+        for pub in self._pubs:
+            self.destroy_publisher(pub)
+        self._reset_resources()
+
+    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_error(self, state: State) -> TransitionCallbackReturn:
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    # --- inputs ------------------------------------------------------------------------------------
+    def _on_command(self, msg: JointState) -> None:
+        try:
+            values = contract.parse_flexions(msg.name, msg.position)
+        except contract.FlexionContractError as exc:
+            self._rejected += 1
+            self.get_logger().warning(f"rejected {contract.TOPIC_TARGET_FLEXIONS} message (not applied): {exc}",
+                                      throttle_duration_sec=1.0)
+            return
+        flexions = np.array([values[f] for f in contract.FINGER_NAMES])
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        self.loop.command(flexions, stamp)
+
+    # --- outputs (physics / render threads) --------------------------------------------------------
+    def _publish_sample(self, s: TwinState, decision: Decision) -> None:
+        stamp = self.get_clock().now().to_msg()
+        js = JointState()
+        js.header.stamp = stamp
+        js.name = list(contract.JOINT_NAMES)
+        js.position = s.position.tolist()
+        js.velocity = s.velocity.tolist()
+        js.effort = s.effort.tolist()
+        ts = JointState()
+        ts.header.stamp = stamp
+        ts.name = list(TENDON_NAMES)
+        ts.position = s.tendon_length.tolist()
+        ts.velocity = s.tendon_velocity.tolist()
+        ts.effort = s.tension.tolist()
+        try:
+            self.pub_joints.publish(js)
+            self.pub_tendons.publish(ts)
+        except Exception as exc:  # noqa: BLE001 - context shutting down under us
+            self.get_logger().debug(f"publish skipped: {exc}")
+
+    def _on_event(self, level: str, message: str) -> None:
+        log = self.get_logger()
+        if level == "error":
+            self._errors_since_report.append(message)
+            log.error(message)
+        elif level == "warn":
+            log.warning(message)
+        else:
+            log.info(message)
+
+    def _on_frame(self, rgb: np.ndarray, meta: FrameMeta) -> None:
+        if self.pub_image is not None:
+            img = Image()
+            img.header.stamp = self.get_clock().now().to_msg()
+            img.header.frame_id = self.cfg.camera
+            img.height, img.width = int(rgb.shape[0]), int(rgb.shape[1])
+            img.encoding = "rgb8"
+            img.is_bigendian = 0
+            img.step = int(rgb.shape[1] * 3)
+            img.data = rgb.tobytes()
+            self.pub_image.publish(img)
+        if self.recorder is not None:
+            self.recorder.write(rgb, meta)
+
+    def _publish_diagnostics(self) -> None:
+        if self.loop is None:
+            return
+        st = self.loop.stats()
+        now = self.get_clock().now()
+        errors, self._errors_since_report = self._errors_since_report, []
+        if errors or not self.loop.running:
+            level = DiagnosticStatus.ERROR
+            message = errors[-1] if errors else "physics thread stopped"
+        elif st.watchdog is not WatchdogState.OK:
+            level = DiagnosticStatus.WARN
+            message = ("no flexion command received yet: safe pose" if st.watchdog is WatchdogState.WAITING
+                       else f"command stale ({st.command_age:.2f} s > {self.loop.watchdog.timeout:.2f} s): safe pose")
+        else:
+            level = DiagnosticStatus.OK
+            message = "following flexion commands"
+        render_fps = float("nan")
+        render_ms = float("nan")
+        rw = self.render_worker
+        t = now.nanoseconds * 1e-9
+        if rw is not None:
+            frames, rtime = rw.frames, rw.render_time
+            if self._last_diag_clock is not None and t > self._last_diag_clock:
+                df = frames - self._last_render_frames
+                render_fps = df / (t - self._last_diag_clock)
+                render_ms = (rtime - self._last_render_time) / df * 1e3 if df else float("nan")
+            self._last_render_frames, self._last_render_time = frames, rtime
+        self._last_diag_clock = t
+
+        def fmt(v: float) -> str:
+            return f"{v:.4f}" if math.isfinite(v) else str(v)
+
+        values = {
+            "real_time_factor": fmt(st.real_time_factor),
+            "real_time_factor_total": fmt(st.real_time_factor_total),
+            "max_lag_ms": fmt(st.max_lag * 1e3),
+            "dropped_time_s": fmt(st.dropped_time),
+            "physics_busy_fraction": fmt(st.busy_fraction),
+            "command_age_s": fmt(st.command_age),
+            "command_timeout_s": fmt(self.loop.watchdog.timeout),
+            "watchdog": st.watchdog.value,
+            "commands_received": str(st.commands),
+            "commands_rejected": str(self._rejected),
+            "resets": str(st.resets),
+            "last_reset_reason": st.last_reset_reason or "",
+            "sim_time_s": fmt(st.sim_time),
+            "render_fps": fmt(render_fps),
+            "render_ms": fmt(render_ms),
+            "frames_recorded": str(self.recorder.count if self.recorder is not None else 0),
+            "model": self.build.hand.path,
+        }
+        status = DiagnosticStatus(level=level, name=f"{contract.TWIN_NODE}: physics", message=message,
+                                  hardware_id="mujoco",
+                                  values=[KeyValue(key=k, value=v) for k, v in values.items()])
+        arr = DiagnosticArray()
+        arr.header.stamp = now.to_msg()
+        arr.status = [status]
+        self.pub_diag.publish(arr)
+
+
+def main(args=None) -> None:
+    sys.exit(run(TwinNode, args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""PhysicsLoop on a fake clock: follows commands, watchdog → safe pose, events, snapshots; and a
+short real-time run of its thread (functional, no speed assertion)."""
+
+from __future__ import annotations
+
+import time
+
+import mujoco
+import numpy as np
+import pytest
+from hand_twin_mujoco.loop import PhysicsLoop
+from hand_twin_mujoco.sim import TwinSim, build_twin
+from hand_twin_mujoco.watchdog import CommandWatchdog, WatchdogState
+
+
+@pytest.fixture(scope="module")
+def build(fixture_scene):
+    return build_twin(fixture_scene)
+
+
+class FakeClock:
+    def __init__(self, t: float = 100.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def make(build, timeout=0.3, rate=50.0):
+    clock = FakeClock()
+    events, samples = [], []
+    loop = PhysicsLoop(TwinSim(build.hand, build.tmap), CommandWatchdog(timeout), publish_rate=rate,
+                       on_sample=lambda s, d: samples.append((clock.t, s, d)),
+                       on_event=lambda lvl, msg: events.append((clock.t, lvl, msg)), clock=clock)
+    return loop, clock, events, samples
+
+
+def run(loop, clock, seconds, dt=0.002):
+    for _ in range(int(round(seconds / dt))):
+        clock.t += dt
+        loop.iterate(clock.t)
+
+
+def test_follows_commands_then_times_out_to_the_safe_pose(build):
+    loop, clock, events, samples = make(build)
+    run(loop, clock, 0.1)
+    assert events[0][1] == "info" and "waiting" in events[0][2]
+    assert np.max(np.abs(samples[-1][1].position)) < 1e-6  # safe pose = open
+    loop.command(np.full(5, 0.6), stamp=1234.5)
+    t_cmd = clock.t
+    run(loop, clock, 0.25)
+    st = samples[-1][1]
+    assert np.all(st.position > np.radians(15)), np.degrees(st.position)
+    np.testing.assert_array_equal(st.flexions, 0.6)
+    assert samples[-1][2].state is WatchdogState.OK and samples[-1][2].command.stamp == 1234.5
+    # steps match the clock: 0.35 s at 2 ms, counted from the first iteration (0.348 s ago)
+    assert loop.pacer.steps in (174, 175)
+    # publish rate 50 Hz: one sample every 20 ms
+    assert len(samples) == pytest.approx(0.35 * 50, abs=1)
+    run(loop, clock, 0.3)
+    warn = [e for e in events if e[1] == "warn"]
+    assert len(warn) == 1 and "safe pose" in warn[0][2]
+    assert warn[0][0] - t_cmd == pytest.approx(0.3, abs=0.0021)
+    run(loop, clock, 0.4)
+    assert np.max(samples[-1][1].position) < np.radians(1.0)
+    np.testing.assert_array_equal(samples[-1][1].flexions, 0.0)
+    loop.command(np.full(5, 0.2), stamp=1240.0)
+    run(loop, clock, 0.05)
+    assert events[-1][1] == "info" and "fresh" in events[-1][2]
+    stats = loop.stats()
+    assert stats.commands == 2 and stats.watchdog is WatchdogState.OK and stats.resets == 0
+
+
+def test_instability_is_reported_as_error_and_reset(build):
+    loop, clock, events, samples = make(build)
+    loop.command(np.full(5, 0.5), stamp=1.0)
+    run(loop, clock, 0.1)
+    loop.sim.data.qvel[4] = np.nan
+    run(loop, clock, 0.01)
+    errors = [e for e in events if e[1] == "error"]
+    assert len(errors) == 1 and "reset to keyframe 'open'" in errors[0][2] and "BADQVEL" in errors[0][2]
+    stats = loop.stats()
+    assert stats.resets == 1 and "BADQVEL" in stats.last_reset_reason
+    assert np.all(np.isfinite(samples[-1][1].position))
+
+
+def test_snapshot_copies_state_and_command_stamp(build):
+    loop, clock, events, samples = make(build)
+    loop.command(np.full(5, 0.8), stamp=555.25)
+    run(loop, clock, 0.2)
+    rd = mujoco.MjData(build.hand.model)
+    meta = loop.snapshot(rd)
+    np.testing.assert_array_equal(rd.qpos, loop.sim.data.qpos)
+    assert meta.command_stamp == 555.25 and meta.watchdog == "ok"
+    assert meta.flexions == (0.8,) * 5 and meta.sim_time == pytest.approx(0.2, abs=0.0021)
+    assert abs(meta.command_received - time.time()) < 3600 * 24 * 365 * 100  # a wall-clock time
+
+
+def test_thread_runs_in_real_time_and_stops(build):
+    """Functional: the thread steps and publishes on its own; the figures are in the benchmark."""
+    samples = []
+    loop = PhysicsLoop(TwinSim(build.hand, build.tmap), CommandWatchdog(1.0), publish_rate=100.0,
+                       on_sample=lambda s, d: samples.append(s))
+    loop.command(np.full(5, 0.5), stamp=0.0)
+    loop.start()
+    time.sleep(0.5)
+    loop.stop()
+    assert not loop.running
+    st = loop.stats()
+    assert st.steps > 50 and len(samples) > 10
+    assert st.sim_time == pytest.approx(st.steps * build.hand.timestep)
+    assert np.all(samples[-1].position > 0.05)
