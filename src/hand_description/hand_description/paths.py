@@ -16,13 +16,27 @@ generated from the same description)::
 
 from __future__ import annotations
 
+import os
 import pathlib
 
 PACKAGE = "hand_description"
 SIDES = ("right", "left")
 
-#: The package directory in the source tree (``src/hand_description``), next to this module's package.
+#: The package directory next to this module (``src/hand_description`` when running from a checkout).
 SOURCE_DIR = pathlib.Path(__file__).resolve().parent.parent
+
+
+def source_dir() -> pathlib.Path | None:
+    """The package's source directory, if one can be found: next to this module (running from a
+    checkout), else ``$HAND_TELEOP_ROOT/src/hand_description`` (set by tools/env.sh). None otherwise."""
+    candidates = [SOURCE_DIR]
+    root = os.environ.get("HAND_TELEOP_ROOT")
+    if root:
+        candidates.append(pathlib.Path(root) / "src" / PACKAGE)
+    for c in candidates:
+        if (c / "config" / "hand.yaml").is_file() and (c / "urdf" / "hand.urdf").is_file():
+            return c
+    return None
 
 
 def _check_side(side: str) -> str:
@@ -39,19 +53,25 @@ def share_dir() -> pathlib.Path:
     """The package's share directory (installed), or its source directory when not installed.
 
     The installed share is used only when it really holds the models (``urdf/hand.urdf``), so a
-    half-built install never shadows a complete source tree.
+    half-built install never shadows a complete source tree. Raises FileNotFoundError when
+    neither exists.
     """
     try:
         from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
-    except ImportError:  # no ament_index_python at all: plain source checkout
-        return SOURCE_DIR
-    try:
+
         share = pathlib.Path(get_package_share_directory(PACKAGE, print_warning=False))
-    except (PackageNotFoundError, ValueError, LookupError):
-        return SOURCE_DIR
-    if (share / "urdf" / "hand.urdf").is_file():
-        return share
-    return SOURCE_DIR
+        if (share / "urdf" / "hand.urdf").is_file():
+            return share
+    except ImportError:  # no ament_index_python at all: plain source checkout
+        pass
+    except (PackageNotFoundError, ValueError, LookupError, OSError):  # not installed, or no ament index
+        pass
+    src = source_dir()
+    if src is None:
+        raise FileNotFoundError(
+            f"{PACKAGE} is neither installed (ament index) nor available as a source tree; "
+            "build the workspace (colcon build) and source install/setup.bash")
+    return src
 
 
 def description_path() -> pathlib.Path:
