@@ -74,6 +74,17 @@ class BagWriter:
         self.close()
 
 
+def message_class(type_name: str) -> type:
+    """``"sensor_msgs/msg/JointState"`` → the generated Python class (rosidl_runtime_py's
+    get_message, which has no wheel). ValueError for a malformed name, ImportError if absent."""
+    parts = type_name.split("/")
+    if len(parts) != 3 or parts[1] not in ("msg", "srv"):
+        raise ValueError(f"'{type_name}' is not a <package>/msg/<Type> name")
+    import importlib
+
+    return getattr(importlib.import_module(f"{parts[0]}.{parts[1]}"), parts[2])
+
+
 def read_messages(path: str | os.PathLike, topics: list[str] | None = None) -> Iterator[tuple[str, int, Any]]:
     """Yield ``(topic, log_time_ns, message)`` in log-time order from a rosbag2, as rclpy messages.
 
@@ -82,11 +93,10 @@ def read_messages(path: str | os.PathLike, topics: list[str] | None = None) -> I
     ("CDR message size mismatch"), while rmw accepts it.
     """
     from rclpy.serialization import deserialize_message
-    from rosidl_runtime_py.utilities import get_message
 
     with Reader(pathlib.Path(path)) as reader:
         conns = [c for c in reader.connections if topics is None or c.topic in topics]
-        classes = {c.msgtype: get_message(c.msgtype) for c in conns}
+        classes = {c.msgtype: message_class(c.msgtype) for c in conns}
         for conn, t, raw in reader.messages(connections=conns):
             yield conn.topic, t, deserialize_message(bytes(raw), classes[conn.msgtype])
 

@@ -68,10 +68,13 @@ class LifecycleClient:
         req = ChangeState.Request(transition=Transition(id=ids[label], label=label))
         return bool(self._call(ChangeState, node_name, "change_state", req).success)
 
-    def bring_up(self, node_names: list[str]) -> None:
-        """configure all (in order), then activate all (in order). Nodes already past a step are
-        left as they are. Raises LifecycleError naming the first node that fails."""
+    def bring_up(self, node_names: list[str], before_activate=None) -> None:
+        """configure all (in order), call ``before_activate()`` if given, then activate all (in
+        order). Nodes already past a step are left as they are. Raises LifecycleError naming the
+        first node that fails."""
         for label, done_states in (("configure", {"inactive", "active"}), ("activate", {"active"})):
+            if label == "activate" and before_activate is not None:
+                before_activate()
             for name in node_names:
                 if self.state(name) in done_states:
                     continue

@@ -10,7 +10,8 @@ the rest. Exits non-zero if any node dies.
   python -m hand_tracking.runner sim --source camera:0
   python -m hand_tracking.runner param hand_tracker index_curled_angle 1.7   # = ros2 param set
   python -m hand_tracking.runner calibrate open                              # tracker calibration
-  python -m hand_tracking.runner replay --bag out/demo_bag --out out/replay -p tracker.index_curled_angle=1.4
+  python -m hand_tracking.runner sim --source bag:out/demo_bag -p tracker.index_curled_angle=1.4 --out out/replay
+      (replay recorded /hand/landmarks through the tracker with another calibration, no camera)
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ RECORDED_TOPICS: dict[str, str] = {
     contract.TOPIC_TWIN_JOINT_STATES: "sensor_msgs/msg/JointState",
     contract.TOPIC_DIAGNOSTICS: "diagnostic_msgs/msg/DiagnosticArray",
 }
+
+#: The runner's subscriptions (recorder and measurements): reliable like the publishers, with a deep reader queue so that a
+#: busy Python process (2 shared cores) loses nothing: DDS fills the queue from its own threads.
+MONITOR_QOS = contract.QosSpec(reliable=True, depth=1000)
 
 
 def ros_value(v: Any) -> str:
@@ -149,9 +154,7 @@ class Runner:
         self._subscribe_measurements()
 
     def _start_recording(self) -> None:
-        from rosidl_runtime_py.utilities import get_message
-
-        from hand_tracking.bag import BagWriter
+        from hand_tracking.bag import BagWriter, message_class
 
         path = self.cfg.out_dir / f"{self.cfg.profile}_bag"
         if path.exists():
@@ -162,7 +165,7 @@ class Runner:
         for topic, type_name in RECORDED_TOPICS.items():
             self.bag.add(topic, type_name)
             self.probe.node.create_subscription(
-                get_message(type_name), topic, self._recorder(topic), contract.qos(contract.STREAM), raw=True)
+                message_class(type_name), topic, self._recorder(topic), contract.qos(MONITOR_QOS), raw=True)
 
     def _recorder(self, topic: str):
         def cb(data: bytes) -> None:
@@ -179,11 +182,11 @@ class Runner:
 
         node = self.probe.node
         node.create_subscription(HandLandmarksArray, contract.TOPIC_LANDMARKS, self._on_landmarks,
-                                 contract.qos(contract.STREAM))
+                                 contract.qos(MONITOR_QOS))
         node.create_subscription(JointState, contract.TOPIC_TARGET_FLEXIONS, self._on_flexions,
-                                 contract.qos(contract.STREAM))
+                                 contract.qos(MONITOR_QOS))
         node.create_subscription(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, self._on_diagnostics,
-                                 contract.qos(contract.STREAM))
+                                 contract.qos(MONITOR_QOS))
 
     def _on_landmarks(self, msg) -> None:
         idx = msg.hands[0].frame_index if msg.hands else (self.frames[-1][0] + 1 if self.frames else 0)
@@ -212,7 +215,27 @@ class Runner:
         client = LifecycleClient(self.probe.node, timeout=60.0)
         names = [s.name for s in self.specs]
         client.wait_for(names)
-        client.bring_up(names)
+        client.bring_up(names, before_activate=self._wait_for_publishers)
+
+    def _wait_for_publishers(self, timeout: float = 10.0) -> None:
+        """Before anything is active: wait until the recorder sees every configured publisher of
+        the recorded topics, so the first frames are not lost to discovery."""
+        if self.bag is None:
+            return
+        node = self.probe.node
+        expected = {contract.TOPIC_LANDMARKS, contract.TOPIC_TARGET_FLEXIONS}
+        if any(s.key == "twin" for s in self.specs):
+            expected.add(contract.TOPIC_TWIN_JOINT_STATES)
+        if any(s.key == "joint_mapper" for s in self.specs):
+            expected.add(contract.TOPIC_JOINT_STATES)
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if all(node.count_publishers(t) > 0 for t in expected):
+                time.sleep(0.3)  # endpoint discovery has found them; let the matching complete
+                return
+            time.sleep(0.05)
+        missing = sorted(t for t in expected if node.count_publishers(t) == 0)
+        print(f"[runner] warning: no publisher seen on {missing} after {timeout:.0f} s", flush=True)
 
     def bring_down(self) -> list[str]:
         from hand_tracking.lifecycle_client import LifecycleClient
@@ -297,10 +320,17 @@ def run_profile(args: argparse.Namespace) -> int:
         return demo.run_demo(args, out, overrides, params_files)
     source = args.source or (f"video:{os.path.abspath(args.video)}" if args.video else "camera:0")
     overrides.setdefault("tracker", {}).setdefault("source", source)
+    frames = None
+    kind, _, target = source.partition(":")
+    if kind == "video":
+        frames = _video_frame_count(target)
+    elif kind == "bag":
+        from hand_tracking.bag import topic_counts
+
+        frames = topic_counts(target).get(contract.TOPIC_LANDMARKS, ("", 0))[1] or None
     cfg = RunConfig(profile=args.profile, out_dir=out, overrides=overrides, params_files=params_files,
-                    record=not args.no_record, sim_board=not args.no_sim_board,
-                    video_frames=_video_frame_count(args.video) if args.video else None,
-                    idle_stop_s=5.0 if args.video else None, duration_s=args.duration)
+                    record=not args.no_record, sim_board=not args.no_sim_board, video_frames=frames,
+                    idle_stop_s=5.0 if frames else None, duration_s=args.duration)
     runner = Runner(cfg)
     code = 0
     try:
