@@ -1,0 +1,140 @@
+"""Open-hand / fist calibration of the flexion windows. Pure numpy, no rclpy.
+
+The operator holds the hand open (flat, fingers extended) for about a second, then makes a fist
+for about a second (either order). :class:`PoseCapture` averages the 15 joint angles over the
+frames of each capture that had a plausible hand; :func:`windows_from_poses` turns the two poses
+into windows:
+
+- per finger (``/hand/target_flexions``): ``straight`` = the open hand's mean curl of that
+  finger, ``curled`` = the fist's. A finger whose fist curl is not at least ``min_range`` rad below
+  its open curl is rejected by name (the two captures look alike for that finger: the fist was
+  not made, or tracking failed).
+- per joint (``/hand/joint_flexions``): ``straight`` = the open hand's angle of that joint,
+  ``curled`` = the fist's, but never closer to ``straight`` than ``min_joint_range`` rad. Some
+  joints barely move in a fist (the thumb's CMC, a DIP held stiff); a narrower window would turn
+  landmark noise into full-scale flexion, so such a joint gets the minimum window instead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from hand_tracking.contract import FINGER_NAMES, JOINT_NAMES
+from hand_tracking.geometry import Windows, finger_curls
+
+POSES = ("open", "fist")
+
+
+class CalibrationError(ValueError):
+    """A capture or a pair of captures that cannot define windows (message names the finger)."""
+
+
+@dataclass(frozen=True)
+class CapturedPose:
+    """Mean joint angles (15, rad) and finger curls (5, rad) of one captured pose."""
+
+    pose: str
+    angles: np.ndarray
+    curls: np.ndarray
+    frames: int
+    frames_total: int
+
+
+class PoseCapture:
+    """Accumulate one calibration pose over ``duration_s`` of stream time.
+
+    ``add(t, angles)`` for every processed frame: t = the frame's media time (s), angles = its
+    15 joint angles, or None when the frame had no plausible hand. The capture spans the frames
+    with ``t < t_first + duration_s``; :attr:`done` turns True at the first frame past that.
+    :meth:`result` raises CalibrationError when fewer than ``min_hand_fraction`` of the frames
+    had a hand.
+    """
+
+    def __init__(self, pose: str, duration_s: float = 1.0, *, min_hand_fraction: float = 0.5):
+        if pose not in POSES:
+            raise ValueError(f"pose must be one of {POSES}, got {pose!r}")
+        if not (math.isfinite(duration_s) and duration_s > 0):
+            raise ValueError(f"capture duration must be positive, got {duration_s}")
+        self.pose = pose
+        self.duration_s = float(duration_s)
+        self.min_hand_fraction = min_hand_fraction
+        self._t0: float | None = None
+        self._sum = np.zeros(len(JOINT_NAMES))
+        self.frames = 0
+        self.frames_total = 0
+        self.done = False
+
+    def add(self, t: float, angles: ArrayLike | None) -> None:
+        if self.done:
+            return
+        if self._t0 is None:
+            self._t0 = t
+        if t - self._t0 >= self.duration_s - 1e-9:
+            self.done = True
+            return
+        self.frames_total += 1
+        if angles is None:
+            return
+        a = np.asarray(angles, dtype=float)
+        if a.shape != (len(JOINT_NAMES),) or not np.isfinite(a).all():
+            return
+        self._sum += a
+        self.frames += 1
+
+    def result(self) -> CapturedPose:
+        """The captured pose; CalibrationError if no (or too few) frames had a hand."""
+        if self.frames_total == 0:
+            raise CalibrationError(f"{self.pose} capture got no frame (is the source delivering?)")
+        if self.frames == 0:
+            raise CalibrationError(f"{self.pose} capture: no hand in any of its {self.frames_total} frames")
+        if self.frames < self.min_hand_fraction * self.frames_total:
+            raise CalibrationError(f"{self.pose} capture: hand found in only {self.frames} of "
+                                   f"{self.frames_total} frames; hold the hand in view and retry")
+        angles = self._sum / self.frames
+        return CapturedPose(self.pose, angles, finger_curls(angles), self.frames, self.frames_total)
+
+
+def capture_pose(pose: str, angles: ArrayLike) -> CapturedPose:
+    """A CapturedPose from an (N, 15) array of joint angles (all frames with a hand)."""
+    a = np.asarray(angles, dtype=float)
+    if a.ndim != 2 or a.shape[1] != len(JOINT_NAMES) or len(a) == 0:
+        raise CalibrationError(f"{pose} capture: expected (N>0, 15) joint angles, got {a.shape}")
+    mean = a.mean(axis=0)
+    return CapturedPose(pose, mean, finger_curls(mean), len(a), len(a))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Windows set by a calibration: per finger (5) and per joint (15)."""
+
+    fingers: Windows
+    joints: Windows
+
+
+def windows_from_poses(open_pose: CapturedPose, fist_pose: CapturedPose, *, min_range: float = 0.15,
+                       min_joint_range: float = 0.3) -> Calibration:
+    """Flexion windows from an open-hand and a fist capture (see module docstring).
+
+    Raises CalibrationError naming every finger whose open and fist curls differ by less than
+    ``min_range`` rad.
+    """
+    if open_pose.pose != "open" or fist_pose.pose != "fist":
+        raise ValueError("windows_from_poses(open capture, fist capture)")
+    close = []
+    for name, o, f in zip(FINGER_NAMES, open_pose.curls, fist_pose.curls):
+        if o - f < min_range:
+            close.append(f"{name} (open {o:.2f} rad, fist {f:.2f} rad)")
+    if close:
+        raise CalibrationError(
+            "open hand and fist are too close for: " + ", ".join(close) +
+            f"; the fist must curl each finger at least {min_range:.2f} rad more than the open hand")
+    fingers = Windows(FINGER_NAMES, tuple(np.clip(open_pose.curls, 0, math.pi)),
+                      tuple(np.clip(fist_pose.curls, 0, math.pi)))
+    straight = np.clip(open_pose.angles, min_joint_range, math.pi)
+    curled = np.clip(np.minimum(fist_pose.angles, straight - min_joint_range), 0.0, math.pi)
+    joints = Windows(JOINT_NAMES, tuple(straight), tuple(curled))
+    return Calibration(fingers, joints)

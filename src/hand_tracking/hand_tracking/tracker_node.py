@@ -1,0 +1,726 @@
+"""``hand_tracker``: the tracker lifecycle node (camera / video / images / recorded landmarks →
+landmarks, finger flexions, per-joint flexions, diagnostics).
+
+Thin ROS layer over pure modules: :mod:`hand_tracking.sources` and :mod:`hand_tracking.replay`
+(frames), :mod:`hand_tracking.landmarks` (MediaPipe), :mod:`hand_tracking.tracker_core`
+(geometry, 1€ filter, hold/reset), :mod:`hand_tracking.calibration`.
+
+Lifecycle: ``configure`` opens the source (a camera is verified with a real frame read) and loads
+MediaPipe; ``activate`` starts the worker thread (read → inference → geometry/filter → publish);
+``deactivate`` stops it; ``cleanup`` releases source and model. Capture and inference never run
+on the executor thread, so services (``~/calibrate``, lifecycle, parameters) stay responsive.
+
+Publications (QoS from :mod:`hand_tracking.contract`):
+- ``/hand/landmarks`` hand_msgs/HandLandmarksArray, every processed frame (empty ``hands`` when no
+  hand), not in ``topic:`` replay (the node would republish on the topic it reads);
+- ``/hand/target_flexions`` sensor_msgs/JointState, FINGER_NAMES, flexions 0..1;
+- ``/hand/joint_flexions`` sensor_msgs/JointState, JOINT_NAMES, per-joint flexions 0..1;
+  both stamped with the frame's capture time, published while a pose is tracked or held;
+- ``/diagnostics`` diagnostic_msgs/DiagnosticArray.
+
+Run: ``ros2 run hand_tracking tracker_node --ros-args --params-file config/tracker.yaml
+-p source:=video:/path/clip.mp4``, then ``ros2 lifecycle set /hand_tracker configure`` and
+``activate``. See the package README (section Tracker) for every parameter.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Point
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.lifecycle import State, TransitionCallbackReturn
+from rclpy.parameter import Parameter
+from rclpy.task import Future
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Header
+
+from hand_msgs.msg import HandLandmarks, HandLandmarksArray
+from hand_msgs.srv import Calibrate
+from hand_tracking import contract
+from hand_tracking.calibration import CalibrationError, CapturedPose, PoseCapture, windows_from_poses
+from hand_tracking.contract import FINGER_NAMES, JOINT_NAMES
+from hand_tracking.filters import OneEuroParams
+from hand_tracking.geometry import MIN_WINDOW_RAD, Windows
+from hand_tracking.landmarks import BackendError, HandObservation, MediaPipeConfig, MediaPipeHands
+from hand_tracking.node_tools import SafeLifecycleNode, declare, run
+from hand_tracking.replay import LandmarkFrame, observations_from_msg, stamp_seconds
+from hand_tracking.sources import (
+    Frame,
+    FrameError,
+    PrefetchSource,
+    SourceError,
+    SourceSpec,
+    open_frame_source,
+    parse_source,
+)
+from hand_tracking.tracker_core import (
+    DEFAULT_FINGER_CURLED,
+    DEFAULT_FINGER_STRAIGHT,
+    DEFAULT_JOINT_CURLED,
+    DEFAULT_JOINT_STRAIGHT,
+    HAND_PREFERENCES,
+    TrackerConfig,
+    TrackerCore,
+    TrackOutput,
+)
+
+PI = math.pi
+#: Parameters that need a new MediaPipe graph (rebuilt by the worker between two frames).
+BACKEND_PARAMS = ("max_num_hands", "model_complexity", "min_detection_confidence",
+                  "min_tracking_confidence", "static_image_mode")
+REPLAY_STAMPS = ("now", "recorded")
+
+
+def finger_param(finger: str, end: str) -> str:
+    """Name of a finger window parameter, e.g. ``index_curled_angle``."""
+    return f"{finger}_{end}_angle"
+
+
+def _stamp(t: float) -> Time:
+    sec = int(math.floor(t))
+    return Time(sec=sec, nanosec=min(int(round((t - sec) * 1e9)), 999_999_999))
+
+
+def _points(a: np.ndarray) -> list[Point]:
+    return [Point(x=x, y=y, z=z) for x, y, z in a.tolist()]
+
+
+@dataclass
+class _Stats:
+    """Per-stage timings and counters: since the last diagnostics message and since activation."""
+
+    frames: int = 0
+    tracked: int = 0
+    sums: dict[str, float] = field(default_factory=lambda: dict.fromkeys(
+        ("decode", "inference", "geometry_filter", "publish"), 0.0))
+
+    def add(self, tracked: bool, **ms: float) -> None:
+        self.frames += 1
+        self.tracked += int(tracked)
+        for k, v in ms.items():
+            self.sums[k] += v
+
+    def mean(self, key: str) -> float:
+        return self.sums[key] / self.frames if self.frames else 0.0
+
+
+@dataclass
+class _Capture:
+    capture: PoseCapture
+    future: Future
+    deadline: float
+
+
+class TrackerNode(SafeLifecycleNode):
+    """The ``hand_tracker`` lifecycle node (see module docstring)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(contract.TRACKER_NODE, **kwargs)
+        self._declare_parameters()
+        self._lock = threading.Lock()        # core + capture, shared by worker and executor
+        self._core = TrackerCore(self._config_from(self._param_values()))
+        self._spec: SourceSpec | None = None
+        self._source = None
+        self._prefetch: PrefetchSource | None = None
+        self._backend: MediaPipeHands | None = None
+        self._backend_dirty = False
+        self._worker: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._pub_landmarks = self._pub_target = self._pub_joints = self._pub_diag = None
+        self._sub = None
+        self._timer = None
+        self._capture: _Capture | None = None
+        self._captured: dict[str, CapturedPose] = {}
+        self._calibration_state = "parameters"
+        self._calibrating_params = False
+        self._reset_run_state()
+        self.add_on_set_parameters_callback(self._validate_parameters)
+        self.add_post_set_parameters_callback(self._apply_parameters)
+        # In every state, so that a call while not active is answered (refused with the reason).
+        # Own callback group: the handler awaits frames that the timer / the topic subscription
+        # (default group) deliver, so it must not hold the default group while it waits.
+        self._srv = self.create_service(Calibrate, "~/calibrate", self._on_calibrate,
+                                        callback_group=MutuallyExclusiveCallbackGroup())
+        self.get_logger().info(f"{contract.TRACKER_NODE} ready (unconfigured), source "
+                               f"{self.get_parameter('source').value!r}")
+
+    # --- parameters -------------------------------------------------------------------------------
+    def _declare_parameters(self) -> None:
+        d = declare
+        d(self, "source", "camera:0",
+          "Frame source: camera:<index|/dev/videoN>, video:<file>, images:<dir>, bag:<rosbag2 dir> "
+          "(recorded /hand/landmarks) or topic:<landmarks topic>. Changeable only while unconfigured.")
+        d(self, "realtime", True, "Pace video files, image folders and bags at their recorded rate "
+          "(like a live camera); false = as fast as processed.")
+        d(self, "loop", False, "Restart video files, image folders and bags at their end.")
+        d(self, "images_fps", 30.0, "Frame rate of an image folder (its media time and pacing), Hz.",
+          range=(0.1, 1000.0))
+        d(self, "camera_width", 0, "Requested camera width, px (0 = driver default).", range=(0, 7680))
+        d(self, "camera_height", 0, "Requested camera height, px (0 = driver default).", range=(0, 4320))
+        d(self, "camera_fps", 0.0, "Requested camera frame rate, Hz (0 = driver default).",
+          range=(0.0, 240.0))
+        d(self, "frame_id", "camera_optical", "frame_id of published landmarks (camera optical frame).")
+        d(self, "mirror", False, "The camera image is mirrored (selfie view). False for a camera whose "
+          "image is not mirrored (the shared video): MediaPipe's legacy handedness label is then "
+          "swapped so 'handedness' names the physical hand.")
+        d(self, "max_num_hands", 1, "Hands MediaPipe looks for.", range=(1, 4))
+        d(self, "model_complexity", 1, "MediaPipe landmark model: 0 lite (faster), 1 full.", range=(0, 1))
+        d(self, "min_detection_confidence", 0.5, "MediaPipe palm detection threshold.", range=(0.0, 1.0))
+        d(self, "min_tracking_confidence", 0.5, "MediaPipe tracking threshold (below: detect again).",
+          range=(0.0, 1.0))
+        d(self, "static_image_mode", False, "MediaPipe detects on every frame (unrelated images) "
+          "instead of tracking between frames.")
+        d(self, "use_world_landmarks", True, "Angles from MediaPipe world landmarks (metric 3-D, "
+          "orientation-independent); false = image landmarks in pixels.")
+        d(self, "hand_preference", "any", "Which hand drives the flexions: any (most confident), "
+          "right or left (physical hand).")
+        for i, f in enumerate(FINGER_NAMES):
+            d(self, finger_param(f, "straight"), DEFAULT_FINGER_STRAIGHT[i],
+              f"{f}: mean interior angle of its 3 joints read as fully open (flexion 0), rad.",
+              range=(0.0, PI))
+            d(self, finger_param(f, "curled"), DEFAULT_FINGER_CURLED[i],
+              f"{f}: mean interior angle of its 3 joints read as fully closed (flexion 1), rad; "
+              f"at least {MIN_WINDOW_RAD} below the straight angle.", range=(0.0, PI))
+        d(self, "joint_straight_angles", list(DEFAULT_JOINT_STRAIGHT),
+          "Per-joint interior angle read as flexion 0 (15 values, rad, contract.JOINT_NAMES order).",
+          array_type=float)
+        d(self, "joint_curled_angles", list(DEFAULT_JOINT_CURLED),
+          "Per-joint interior angle read as flexion 1 (15 values, rad, contract.JOINT_NAMES order).",
+          array_type=float)
+        d(self, "filter_enabled", True, "1€ filter on the 15 joint angles.")
+        d(self, "filter_min_cutoff", 1.5, "1€ cutoff at rest, Hz (lower = smoother, more lag).",
+          range=(0.01, 100.0))
+        d(self, "filter_beta", 2.0, "1€ speed coefficient, Hz per rad/s = 1/rad (higher = less lag "
+          "on fast motion).", range=(0.0, 1000.0))
+        d(self, "filter_d_cutoff", 1.0, "1€ cutoff of the speed estimate, Hz.", range=(0.01, 100.0))
+        d(self, "max_missed_frames", 10, "Frames without a (plausible) hand during which the last pose "
+          "is held and republished; then the filter resets and flexions stop.", range=(0, 100000))
+        d(self, "frame_timeout", 1.0, "Watchdog: no frame for this long (s) while active → diagnostics "
+          "ERROR (nothing is published without frames).", range=(0.05, 60.0))
+        d(self, "diagnostics_period", 1.0, "Period of /diagnostics messages, s.", range=(0.1, 60.0))
+        d(self, "calibration_duration", 1.0, "Default capture time of ~/calibrate (request "
+          "duration_s = 0), s of stream time.", range=(0.1, 30.0))
+        d(self, "calibration_min_range", 0.15, "Calibration is refused for a finger whose fist curl is "
+          "not this much below its open curl, rad.", range=(MIN_WINDOW_RAD, 2.0))
+        d(self, "calibration_min_joint_range", 0.3, "Narrowest per-joint window a calibration sets, rad.",
+          range=(MIN_WINDOW_RAD, 2.0))
+        d(self, "publish_landmarks", True, "Publish /hand/landmarks (never in topic: replay).")
+        d(self, "replay_stamps", "now", "Bag replay: stamp outputs with the replay time ('now') or the "
+          "recorded capture time ('recorded').")
+
+    def _param_values(self, overrides: list[Parameter] | None = None) -> dict:
+        values = {name: p.value for name, p in self._parameters.items()}
+        for p in overrides or ():
+            values[p.name] = p.value
+        return values
+
+    @staticmethod
+    def _config_from(v: dict) -> TrackerConfig:
+        """Parameter values → TrackerConfig; ValueError naming the offending parameter."""
+        try:
+            fingers = Windows(FINGER_NAMES, tuple(v[finger_param(f, "straight")] for f in FINGER_NAMES),
+                              tuple(v[finger_param(f, "curled")] for f in FINGER_NAMES))
+        except ValueError as exc:
+            raise ValueError(f"finger window {exc} (parameters <finger>_straight_angle/_curled_angle)") from exc
+        try:
+            joints = Windows(JOINT_NAMES, tuple(v["joint_straight_angles"]), tuple(v["joint_curled_angles"]))
+        except ValueError as exc:
+            raise ValueError(f"joint window {exc} (joint_straight_angles/joint_curled_angles)") from exc
+        return TrackerConfig(
+            finger_windows=fingers,
+            joint_windows=joints,
+            use_world_landmarks=bool(v["use_world_landmarks"]),
+            hand_preference=str(v["hand_preference"]),
+            filter_enabled=bool(v["filter_enabled"]),
+            filter=OneEuroParams(float(v["filter_min_cutoff"]), float(v["filter_beta"]),
+                                 float(v["filter_d_cutoff"])),
+            max_missed_frames=int(v["max_missed_frames"]),
+        )
+
+    def _validate_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        """On-set callback: refuse (with the reason) anything that would give a bad config."""
+        names = {p.name for p in params}
+        if "source" in names:
+            if self.lifecycle_state != "unconfigured":
+                return SetParametersResult(successful=False, reason=(
+                    f"source can only change while unconfigured (state {self.lifecycle_state}): "
+                    "deactivate and cleanup first; it is opened at configure"))
+            try:
+                parse_source(next(p.value for p in params if p.name == "source"))
+            except ValueError as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+        v = self._param_values(params)
+        if v["hand_preference"] not in HAND_PREFERENCES:
+            return SetParametersResult(successful=False, reason=(
+                f"hand_preference must be one of {', '.join(HAND_PREFERENCES)}, got {v['hand_preference']!r}"))
+        if v["replay_stamps"] not in REPLAY_STAMPS:
+            return SetParametersResult(successful=False, reason=(
+                f"replay_stamps must be one of {', '.join(REPLAY_STAMPS)}, got {v['replay_stamps']!r}"))
+        for name in ("joint_straight_angles", "joint_curled_angles"):
+            arr = v[name]
+            if len(arr) != len(JOINT_NAMES):
+                return SetParametersResult(successful=False, reason=(
+                    f"{name} needs {len(JOINT_NAMES)} values ({', '.join(JOINT_NAMES)}), got {len(arr)}"))
+        try:
+            self._config_from(v)
+            MediaPipeConfig(int(v["max_num_hands"]), int(v["model_complexity"]),
+                            float(v["min_detection_confidence"]), float(v["min_tracking_confidence"]),
+                            bool(v["static_image_mode"]))
+        except (ValueError, TypeError) as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+        return SetParametersResult(successful=True)
+
+    def _apply_parameters(self, params: list[Parameter]) -> None:
+        """Post-set callback: the new values act from the next frame on."""
+        names = {p.name for p in params}
+        cfg = self._config_from(self._param_values())
+        with self._lock:
+            self._core.config = cfg
+        if self._backend is not None and "mirror" in names:
+            self._backend.mirror = bool(self.get_parameter("mirror").value)
+        if names & set(BACKEND_PARAMS):
+            self._backend_dirty = True
+        for opt in ("realtime", "loop"):
+            if opt in names:
+                value = bool(self.get_parameter(opt).value)
+                target = self._prefetch if self._prefetch is not None else self._source
+                if isinstance(target, PrefetchSource):
+                    target.set_option(opt, value)
+                elif target is not None and hasattr(target, opt):
+                    setattr(target, opt, value)
+        windows = {finger_param(f, e) for f in FINGER_NAMES for e in ("straight", "curled")}
+        if names & (windows | {"joint_straight_angles", "joint_curled_angles"}) and not self._calibrating_params:
+            self._calibration_state = "parameters"
+
+    # --- lifecycle --------------------------------------------------------------------------------
+    def _reset_run_state(self) -> None:
+        self._stats_period = _Stats()
+        self._stats_total = _Stats()
+        self._last_frame = time.monotonic()
+        self._last_diag = 0.0
+        self._watchdog = "ok"
+        self._finished = False
+        self._last_error = ""
+        self._bad_frames = 0
+        self._last_status = ""
+        self._last_reason = ""
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def on_configure(self, state: State) -> TransitionCallbackReturn:
+        log = self.get_logger()
+        v = self._param_values()
+        try:
+            spec = parse_source(v["source"])
+            cfg = self._config_from(v)
+        except ValueError as exc:
+            log.error(f"configure failed: {exc}")
+            return TransitionCallbackReturn.FAILURE
+        try:
+            if spec.kind != "topic":
+                self._source = open_frame_source(
+                    spec, realtime=v["realtime"], loop=v["loop"], images_fps=v["images_fps"],
+                    camera_width=v["camera_width"], camera_height=v["camera_height"],
+                    camera_fps=v["camera_fps"], clock=self._now)
+            if spec.kind in ("camera", "video", "images"):
+                self._backend = self._make_backend()
+                log.info(f"MediaPipe loaded and warmed up in {self._backend.warm_up():.0f} ms")
+        except (SourceError, BackendError, ValueError) as exc:
+            log.error(f"configure failed: {exc}")
+            self._release()
+            return TransitionCallbackReturn.FAILURE
+        self._spec = spec
+        with self._lock:
+            self._core = TrackerCore(cfg)
+        stream = contract.qos(contract.STREAM)
+        if spec.kind != "topic" and v["publish_landmarks"]:
+            self._pub_landmarks = self.create_lifecycle_publisher(
+                HandLandmarksArray, contract.TOPIC_LANDMARKS, stream)
+        self._pub_target = self.create_lifecycle_publisher(JointState, contract.TOPIC_TARGET_FLEXIONS, stream)
+        self._pub_joints = self.create_lifecycle_publisher(JointState, contract.TOPIC_JOINT_FLEXIONS, stream)
+        self._pub_diag = self.create_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, stream)
+        if spec.kind == "topic":
+            self._sub = self.create_subscription(HandLandmarksArray, spec.target, self._on_landmarks, stream)
+        self._timer = self.create_timer(0.05, self._on_timer)
+        self._reset_run_state()
+        what = "MediaPipe" if self._backend is not None else "replay (no MediaPipe)"
+        log.info(f"configured: {spec} via {what}")
+        return TransitionCallbackReturn.SUCCESS
+
+    def _make_backend(self) -> MediaPipeHands:
+        v = self._param_values()
+        cfg = MediaPipeConfig(int(v["max_num_hands"]), int(v["model_complexity"]),
+                              float(v["min_detection_confidence"]), float(v["min_tracking_confidence"]),
+                              bool(v["static_image_mode"]))
+        return MediaPipeHands(cfg, mirror=bool(v["mirror"]))
+
+    def on_activate(self, state: State) -> TransitionCallbackReturn:
+        with self._lock:
+            self._core.reset()
+        self._reset_run_state()
+        if self._source is not None:
+            live = self._spec is not None and self._spec.kind == "camera"
+            drop_old = live or bool(self.get_parameter("realtime").value)
+            reopen = self._reopen_camera if live else None
+            self._prefetch = PrefetchSource(self._source, depth=1 if drop_old else 2, drop_old=drop_old,
+                                            reopen=reopen)
+            self._stop.clear()
+            self._worker = threading.Thread(target=self._work, name="tracker worker", daemon=True)
+            self._worker.start()
+        self.get_logger().info("active")
+        return super().on_activate(state)
+
+    def _reopen_camera(self):
+        v = self._param_values()
+        return open_frame_source(self._spec, camera_width=v["camera_width"], camera_height=v["camera_height"],
+                                 camera_fps=v["camera_fps"], clock=self._now)
+
+    def on_deactivate(self, state: State) -> TransitionCallbackReturn:
+        self._stop_worker()
+        self.get_logger().info("inactive")
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
+        self._stop_worker()
+        self._release()
+        self.get_logger().info("cleaned up (unconfigured)")
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
+        self._stop_worker()
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_error(self, state: State) -> TransitionCallbackReturn:
+        self.get_logger().error("error transition: releasing source and model")
+        self._stop_worker()
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _stop_worker(self) -> None:
+        self._stop.set()
+        if self._worker is not None:
+            self._worker.join(5.0)
+            if self._worker.is_alive():
+                self.get_logger().error("worker thread did not stop within 5 s")
+            self._worker = None
+        if self._prefetch is not None:
+            self._prefetch.close(close_source=False)
+            self._source = self._prefetch.source  # may have been reopened (camera)
+            self._prefetch = None
+        self._finish_capture(CalibrationError("capture interrupted: the node left the active state"))
+
+    def _release(self) -> None:
+        if self._source is not None:
+            try:
+                self._source.close()
+            except Exception as exc:  # noqa: BLE001
+                self.get_logger().warning(f"closing the source: {exc}")
+            self._source = None
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
+        for pub in (self._pub_landmarks, self._pub_target, self._pub_joints):
+            if pub is not None:
+                self.destroy_lifecycle_publisher(pub)
+        if self._pub_diag is not None:
+            self.destroy_publisher(self._pub_diag)
+        self._pub_landmarks = self._pub_target = self._pub_joints = self._pub_diag = None
+        if self._sub is not None:
+            self.destroy_subscription(self._sub)
+            self._sub = None
+        if self._timer is not None:
+            self.destroy_timer(self._timer)
+            self._timer = None
+        self._captured.clear()
+        self._spec = None
+
+    # --- processing ---------------------------------------------------------------------------------
+    def _work(self) -> None:
+        """Worker thread: read → (MediaPipe) → geometry/filter → publish, until stopped."""
+        log = self.get_logger()
+        while not self._stop.is_set():
+            try:
+                item = self._prefetch.read(timeout=0.2)
+            except TimeoutError:
+                continue
+            except FrameError as exc:
+                self._bad_frames += 1
+                log.warning(str(exc), throttle_duration_sec=5.0)
+                continue
+            except SourceError as exc:
+                self._last_error = str(exc)
+                log.error(str(exc), throttle_duration_sec=5.0)
+                continue
+            if item is None:
+                self._finished = True
+                log.info(f"{self._prefetch.name}: end of stream after {self._stats_total.frames} frames")
+                return
+            try:
+                self._process(item)
+            except Exception as exc:  # noqa: BLE001 - one bad frame must not end the node
+                self._bad_frames += 1
+                self._last_error = f"{type(exc).__name__}: {exc}"
+                log.error(f"frame {getattr(item, 'index', '?')} failed: {self._last_error}",
+                          throttle_duration_sec=5.0)
+
+    def _process(self, item: Frame | LandmarkFrame) -> None:
+        t0 = time.monotonic()
+        if isinstance(item, LandmarkFrame):
+            hands, width, height = item.hands, item.width, item.height
+            for p in item.problems:
+                self.get_logger().warning(f"recorded frame {item.index}: {p}", throttle_duration_sec=5.0)
+            stamp = item.recorded_stamp if self.get_parameter("replay_stamps").value == "recorded" else item.stamp
+            frame_id = item.frame_id or self.get_parameter("frame_id").value
+            infer_ms = 0.0
+        else:
+            if self._backend_dirty:
+                self._backend_dirty = False
+                old, self._backend = self._backend, self._make_backend()
+                old.close()
+                self.get_logger().info("MediaPipe rebuilt with the new parameters")
+            try:
+                hands = self._backend.detect(item.image)
+            except ValueError as exc:
+                self._bad_frames += 1
+                self.get_logger().warning(f"frame {item.index}: {exc}", throttle_duration_sec=5.0)
+                return
+            width, height, stamp = item.width, item.height, item.stamp
+            frame_id = self.get_parameter("frame_id").value
+            infer_ms = (time.monotonic() - t0) * 1e3
+        self._handle(hands, item.index, stamp, item.media_time, width, height, frame_id,
+                     decode_ms=item.decode_ms, infer_ms=infer_ms, landmarks=self._pub_landmarks)
+
+    def _handle(self, hands: list[HandObservation], index: int, stamp: float, media_time: float, width: int,
+                height: int, frame_id: str, *, decode_ms: float, infer_ms: float, landmarks) -> None:
+        """Geometry/filter/calibration capture for one frame, then publish (any thread)."""
+        t1 = time.monotonic()
+        with self._lock:
+            out = self._core.update(hands, media_time, width, height)
+            cap = self._capture
+            if cap is not None:
+                cap.capture.add(media_time, out.raw_angles)
+        if cap is not None and cap.capture.done:
+            self._finish_capture()
+        t2 = time.monotonic()
+        self._publish(out, hands, index, _stamp(stamp), frame_id, width, height, landmarks)
+        t3 = time.monotonic()
+        if self._watchdog == "timeout":
+            self.get_logger().info("frames are back: watchdog cleared")
+        self._watchdog = "ok"
+        self._last_frame = t3
+        self._last_status, self._last_reason = out.status, out.reason
+        ms = {"decode": decode_ms, "inference": infer_ms, "geometry_filter": (t2 - t1) * 1e3,
+              "publish": (t3 - t2) * 1e3}
+        tracked = out.status == "tracked"
+        self._stats_period.add(tracked, **ms)
+        self._stats_total.add(tracked, **ms)
+
+    def _publish(self, out: TrackOutput, hands: list[HandObservation], index: int, stamp: Time, frame_id: str,
+                 width: int, height: int, landmarks) -> None:
+        header = Header(stamp=stamp, frame_id=frame_id)
+        if landmarks is not None:
+            msg = HandLandmarksArray(header=header)
+            for h in hands:
+                msg.hands.append(HandLandmarks(
+                    header=header, frame_index=int(index), handedness=h.handedness,
+                    handedness_score=float(h.score), hand_id=int(h.hand_id), image_width=int(width),
+                    image_height=int(height), image_landmarks=_points(np.nan_to_num(h.image)),
+                    world_landmarks=_points(np.nan_to_num(h.world))))
+            landmarks.publish(msg)
+        if not out.publishable:
+            return
+        fingers, joints = out.finger_flexions, out.joint_flexions
+        if not (np.isfinite(fingers).all() and np.isfinite(joints).all()):  # cannot happen; never publish NaN
+            self.get_logger().error("non-finite flexion computed; frame not published", throttle_duration_sec=5.0)
+            return
+        flex_header = Header(stamp=stamp, frame_id="")
+        self._pub_target.publish(JointState(header=flex_header, name=list(FINGER_NAMES),
+                                            position=fingers.tolist()))
+        self._pub_joints.publish(JointState(header=flex_header, name=list(JOINT_NAMES),
+                                            position=joints.tolist()))
+
+    def _on_landmarks(self, msg: HandLandmarksArray) -> None:
+        """topic: replay — recorded/remote landmarks through geometry, filter and calibration."""
+        if self.lifecycle_state != "active":
+            return
+        t0 = time.monotonic()
+        hands, problems = observations_from_msg(msg)
+        for p in problems:
+            self.get_logger().warning(f"received landmarks: {p}", throttle_duration_sec=5.0)
+        first = msg.hands[0] if len(msg.hands) else None
+        index = int(first.frame_index) if first is not None else -1
+        width = int(first.image_width) if first is not None else 0
+        height = int(first.image_height) if first is not None else 0
+        stamp = stamp_seconds(msg.header.stamp)
+        decode_ms = (time.monotonic() - t0) * 1e3
+        self._handle(hands, index, stamp, stamp, width, height, msg.header.frame_id,
+                     decode_ms=decode_ms, infer_ms=0.0, landmarks=None)
+
+    # --- calibration --------------------------------------------------------------------------------
+    async def _on_calibrate(self, request: Calibrate.Request, response: Calibrate.Response):
+        response.success = False
+        response.frames = 0
+        if self.lifecycle_state != "active":
+            response.message = f"node is {self.lifecycle_state}: activate it before calibrating"
+            return response
+        if request.pose not in (Calibrate.Request.OPEN, Calibrate.Request.FIST):
+            response.message = f"pose must be OPEN ({Calibrate.Request.OPEN}) or FIST ({Calibrate.Request.FIST})"
+            return response
+        duration = float(request.duration_s) or float(self.get_parameter("calibration_duration").value)
+        if not (math.isfinite(duration) and 0.0 < duration <= 30.0):
+            response.message = f"duration_s must be in (0, 30] s, got {request.duration_s}"
+            return response
+        pose = "open" if request.pose == Calibrate.Request.OPEN else "fist"
+        future = Future(executor=self.executor)
+        slack = max(2.0, 2.0 * float(self.get_parameter("frame_timeout").value))
+        with self._lock:
+            if self._capture is not None:
+                response.message = f"a {self._capture.capture.pose} capture is already running"
+                return response
+            self._capture = _Capture(PoseCapture(pose, duration), future, time.monotonic() + duration + slack)
+        self.get_logger().info(f"calibration: capturing {pose} for {duration:.2f} s")
+        await future
+        result = future.result()
+        if isinstance(result, CalibrationError):
+            response.message = str(result)
+            self.get_logger().warning(f"calibration: {result}")
+            return response
+        captured: CapturedPose = result
+        response.captured_curl_rad = [float(c) for c in captured.curls]
+        response.frames = captured.frames
+        other = "fist" if pose == "open" else "open"
+        self._captured[pose] = captured
+        if other not in self._captured:
+            response.success = True
+            response.message = (f"{pose} captured ({captured.frames} frames with a hand); now call with "
+                                f"pose={other.upper()} to set the windows")
+            self._calibration_state = f"{pose} captured"
+            return response
+        try:
+            cal = windows_from_poses(self._captured["open"], self._captured["fist"],
+                                     min_range=float(self.get_parameter("calibration_min_range").value),
+                                     min_joint_range=float(self.get_parameter("calibration_min_joint_range").value))
+        except CalibrationError as exc:
+            del self._captured[pose]
+            response.message = f"{exc}; {pose} capture discarded, the {other} capture is kept"
+            self.get_logger().warning(f"calibration refused: {response.message}")
+            return response
+        params = [Parameter(finger_param(f, "straight"), value=float(s))
+                  for f, s in zip(FINGER_NAMES, cal.fingers.straight)]
+        params += [Parameter(finger_param(f, "curled"), value=float(c))
+                   for f, c in zip(FINGER_NAMES, cal.fingers.curled)]
+        params += [Parameter("joint_straight_angles", value=[float(x) for x in cal.joints.straight]),
+                   Parameter("joint_curled_angles", value=[float(x) for x in cal.joints.curled])]
+        self._calibrating_params = True
+        try:
+            res = self.set_parameters_atomically(params)
+        finally:
+            self._calibrating_params = False
+        if not res.successful:
+            response.message = f"windows refused: {res.reason}"
+            return response
+        self._calibration_state = "calibrated"
+        response.success = True
+        response.message = "windows set: " + ", ".join(
+            f"{f} {s:.2f}→{c:.2f} rad" for f, s, c in zip(FINGER_NAMES, cal.fingers.straight, cal.fingers.curled))
+        self.get_logger().info(f"calibration: {response.message}")
+        return response
+
+    def _finish_capture(self, error: CalibrationError | None = None) -> None:
+        """Complete the running capture (any thread): with its result, or with ``error``."""
+        with self._lock:
+            cap, self._capture = self._capture, None
+        if cap is None:
+            return
+        if error is None:
+            try:
+                result = cap.capture.result()
+            except CalibrationError as exc:
+                result = exc
+        else:
+            result = error
+        cap.future.set_result(result)
+        ex = self.executor
+        if ex is not None:
+            ex.wake()
+
+    # --- watchdog and diagnostics -------------------------------------------------------------------
+    def _on_timer(self) -> None:
+        now = time.monotonic()
+        cap = self._capture
+        if cap is not None and now > cap.deadline:
+            self._finish_capture(CalibrationError(
+                f"{cap.capture.pose} capture: no frames arrived in time ({cap.capture.frames_total} frames "
+                f"seen); is the source delivering?"))
+        active = self.lifecycle_state == "active"
+        timeout = float(self.get_parameter("frame_timeout").value)
+        if active and not self._finished and self._watchdog == "ok" and now - self._last_frame > timeout:
+            self._watchdog = "timeout"
+            with self._lock:
+                self._core.reset()  # the held pose is stale now
+            self.get_logger().error(f"watchdog: no frame for {timeout:.2f} s from {self._spec}")
+        if now - self._last_diag >= float(self.get_parameter("diagnostics_period").value):
+            self._publish_diagnostics(now)
+
+    def _publish_diagnostics(self, now: float) -> None:
+        period = max(now - self._last_diag, 1e-3) if self._last_diag else None
+        self._last_diag = now
+        sp, st = self._stats_period, self._stats_total
+        self._stats_period = _Stats()
+        active = self.lifecycle_state == "active"
+        level, message = DiagnosticStatus.OK, "tracking"
+        if not active:
+            message = self.lifecycle_state
+        elif self._watchdog == "timeout":
+            level = DiagnosticStatus.ERROR
+            message = f"no frame for {now - self._last_frame:.1f} s (frame_timeout)"
+        elif self._finished:
+            level, message = DiagnosticStatus.WARN, f"source finished after {st.frames} frames"
+        elif self._last_status == "lost":
+            level, message = DiagnosticStatus.WARN, f"no hand ({self._last_reason})"
+        elif self._last_status == "held":
+            message = f"holding last pose ({self._last_reason})"
+        rate = sp.frames / period if period else 0.0
+        values = {
+            "state": self.lifecycle_state,
+            "source": str(self._spec) if self._spec else str(self.get_parameter("source").value),
+            "watchdog": "finished" if self._finished else self._watchdog,
+            "frame_rate_hz": f"{rate:.2f}",
+            "detection_rate": f"{(sp.tracked / sp.frames) if sp.frames else 0.0:.3f}",
+            "frames": str(st.frames),
+            "frames_tracked": str(st.tracked),
+            "bad_frames": str(self._bad_frames),
+            "dropped_frames": str(self._prefetch.dropped if self._prefetch is not None else 0),
+            "tracking": self._last_status or "none",
+            "calibration": self._calibration_state,
+            "last_error": self._last_error,
+        }
+        for key in ("decode", "inference", "geometry_filter", "publish"):
+            values[f"{key}_ms"] = f"{sp.mean(key):.3f}"
+            values[f"{key}_ms_mean_total"] = f"{st.mean(key):.3f}"
+        status = DiagnosticStatus(level=level, name=f"{self.get_name()}: tracking", message=message,
+                                  hardware_id=values["source"],
+                                  values=[KeyValue(key=k, value=v) for k, v in values.items()])
+        if self._pub_diag is not None:
+            arr = DiagnosticArray(status=[status])
+            arr.header.stamp = self.get_clock().now().to_msg()
+            self._pub_diag.publish(arr)
+
+
+def main(args=None):
+    sys.exit(run(TrackerNode, args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""Calibration captures and windows, on synthetic hands with known angles, and the pipeline core
+(hold, reset, rejection, live window changes)."""
+
+import math
+
+import numpy as np
+import pytest
+from hand_tracking.calibration import (
+    CalibrationError,
+    PoseCapture,
+    capture_pose,
+    windows_from_poses,
+)
+from hand_tracking.contract import FINGER_NAMES
+from hand_tracking.filters import OneEuroParams
+from hand_tracking.geometry import joint_angles, synthetic_hand
+from hand_tracking.landmarks import HandObservation
+from hand_tracking.tracker_core import TrackerConfig, TrackerCore
+
+OPEN = np.array([3.0, 3.05, 2.9,  2.95, 2.8, 2.75,  2.9, 2.7, 2.7,  2.95, 2.75, 2.8,  2.9, 2.7, 2.7])
+FIST = np.array([2.5, 2.9, 2.2,  1.7, 1.6, 1.8,  1.6, 1.7, 1.6,  1.3, 1.8, 1.7,  1.4, 1.8, 1.4])
+
+
+def hand(angles, handedness="right", score=0.9):
+    w = synthetic_hand(angles)
+    return HandObservation(image=w + 0.5, world=w, handedness=handedness, score=score)
+
+
+def captured(pose, base, rng, n=30, noise=0.01):
+    cap = PoseCapture(pose, 1.0)
+    for k in range(n + 1):
+        cap.add(10.0 + k / n, base + rng.normal(0, noise, 15))
+    assert cap.done and cap.frames == n
+    return cap.result()
+
+
+def test_capture_spans_its_duration_of_stream_time():
+    cap = PoseCapture("open", 0.5)
+    for k in range(30):
+        cap.add(k / 30, OPEN)
+    assert cap.done and cap.frames_total == 15 and cap.frames == 15
+    np.testing.assert_allclose(cap.result().angles, OPEN)
+    np.testing.assert_allclose(cap.result().curls, OPEN.reshape(5, 3).mean(1))
+
+
+def test_capture_without_hand_is_rejected():
+    cap = PoseCapture("fist", 1.0)
+    for k in range(31):
+        cap.add(k / 30, None)
+    with pytest.raises(CalibrationError, match="no hand in any of its 30 frames"):
+        cap.result()
+    cap = PoseCapture("open", 1.0)
+    for k in range(31):
+        cap.add(k / 30, OPEN if k % 3 == 0 else None)
+    with pytest.raises(CalibrationError, match="only 10 of 30 frames"):
+        cap.result()
+    with pytest.raises(CalibrationError, match="no frame"):
+        PoseCapture("open").result()
+    with pytest.raises(ValueError, match="pose"):
+        PoseCapture("peace")
+
+
+def test_windows_from_open_and_fist():
+    rng = np.random.default_rng(3)
+    o, f = captured("open", OPEN, rng), captured("fist", FIST, rng)
+    cal = windows_from_poses(o, f, min_range=0.15, min_joint_range=0.3)
+    np.testing.assert_allclose(cal.fingers.straight, OPEN.reshape(5, 3).mean(1), atol=0.01)
+    np.testing.assert_allclose(cal.fingers.curled, FIST.reshape(5, 3).mean(1), atol=0.01)
+    # per-joint windows: open/fist angles, except joints that barely move (thumb MCP: 0.15 rad)
+    assert cal.joints.straight[1] == pytest.approx(3.05, abs=0.01)
+    assert cal.joints.curled[1] == pytest.approx(cal.joints.straight[1] - 0.3)
+    np.testing.assert_allclose(np.array(cal.joints.curled)[3:], FIST[3:], atol=0.01)
+    # the captured poses read as 0 and 1
+    np.testing.assert_allclose(cal.fingers.flexions(o.curls), 0.0, atol=1e-12)
+    np.testing.assert_allclose(cal.fingers.flexions(f.curls), 1.0, atol=1e-12)
+
+
+def test_open_and_fist_too_close_names_the_finger():
+    rng = np.random.default_rng(4)
+    lazy_fist = FIST.copy()
+    lazy_fist[9:12] = OPEN[9:12] - 0.05  # the ring finger did not close
+    with pytest.raises(CalibrationError, match=r"too close for: ring \(open 2\.83 rad, fist 2\.78 rad\)") as e:
+        windows_from_poses(captured("open", OPEN, rng, noise=0), captured("fist", lazy_fist, rng, noise=0))
+    assert "index" not in str(e.value)
+    with pytest.raises(CalibrationError, match="thumb.*index.*middle.*ring.*pinky"):
+        windows_from_poses(capture_pose("open", [OPEN]), capture_pose("fist", [OPEN]))
+
+
+def test_calibrated_synthetic_hand_reads_its_pose():
+    """Ground truth end to end: hands posed with known angles → calibrate → flexions."""
+    open_pose = capture_pose("open", joint_angles(synthetic_hand(OPEN))[None])
+    fist_pose = capture_pose("fist", joint_angles(synthetic_hand(FIST))[None])
+    cal = windows_from_poses(open_pose, fist_pose)
+    core = TrackerCore(TrackerConfig(cal.fingers, cal.joints, filter_enabled=False))
+    for frac in (0.0, 0.25, 0.5, 1.0):
+        out = core.update([hand(OPEN + frac * (FIST - OPEN))], frac)
+        np.testing.assert_allclose(out.finger_flexions, frac, atol=1e-9)
+
+
+# --- the per-frame pipeline ----------------------------------------------------------------------
+
+def make_core(**kw):
+    return TrackerCore(TrackerConfig(filter=OneEuroParams(1.5, 2.0, 1.0), **kw))
+
+
+def test_hold_then_lose_then_reacquire():
+    core = make_core(max_missed_frames=3)
+    out = core.update([hand(FIST)], 0.0)
+    assert out.status == "tracked" and out.publishable
+    held = out.finger_flexions
+    for k in range(1, 4):
+        out = core.update([], k / 30)
+        assert out.status == "held" and out.missed == k and out.reason == "no hand"
+        np.testing.assert_array_equal(out.finger_flexions, held)
+    out = core.update([], 4 / 30)
+    assert out.status == "lost" and not out.publishable and out.angles is None
+    # the filter was reset: the next hand is taken as it is, with no smoothing from the old pose
+    out = core.update([hand(OPEN)], 5 / 30)
+    assert out.status == "tracked"
+    np.testing.assert_allclose(out.angles, joint_angles(synthetic_hand(OPEN)), atol=1e-9)
+
+
+def test_implausible_skeleton_counts_as_a_miss():
+    core = make_core()
+    core.update([hand(OPEN)], 0.0)
+    w = synthetic_hand(OPEN)
+    w[6] = w[5]
+    bad = HandObservation(w + 0.5, w, "right")
+    out = core.update([bad], 1 / 30)
+    assert out.status == "held" and out.reason.startswith("implausible skeleton: zero-length bone")
+    w = synthetic_hand(OPEN)
+    w[3, 0] = np.nan
+    out = core.update([HandObservation(w, w, "right")], 2 / 30)
+    assert out.status == "held" and "non-finite landmark(s): thumb_ip" in out.reason
+    assert np.isfinite(out.finger_flexions).all()
+
+
+def test_hand_preference_and_score():
+    core = make_core(hand_preference="left", filter_enabled=False)
+    out = core.update([hand(OPEN, "right", 0.99), hand(FIST, "left", 0.6)], 0.0)
+    assert out.hand.handedness == "left" and out.finger_flexions[1] > 0.9
+    out = core.update([hand(OPEN, "right", 0.99)], 0.1)
+    assert out.reason == "no left hand"
+    core.config = core.config.with_changes(hand_preference="any")
+    out = core.update([hand(FIST, "left", 0.6), hand(OPEN, "right", 0.99)], 0.2)
+    assert out.hand.handedness == "right"
+
+
+def test_window_change_acts_on_the_next_frame():
+    core = make_core()
+    a = core.update([hand(FIST)], 0.0).finger_flexions[1]
+    cfg = core.config
+    core.config = cfg.with_changes(finger_windows=cfg.finger_windows.replace("index", curled=0.5))
+    b = core.update([hand(FIST)], 1 / 30).finger_flexions[1]
+    curl = joint_angles(synthetic_hand(FIST))[3:6].mean()
+    assert b == pytest.approx((cfg.finger_windows.straight[1] - curl) / (cfg.finger_windows.straight[1] - 0.5))
+    assert b < a
+
+
+def test_image_landmarks_option_uses_pixels():
+    w = synthetic_hand(FIST, rotation=np.array([[0, 0, 1.0], [0, 1, 0], [-1, 0, 0]]))
+    h = HandObservation(image=w / np.array([640, 480, 640]) + 0.3, world=np.zeros((21, 3)), handedness="right")
+    world_core = make_core()
+    assert "collapsed palm" in world_core.update([h], 0.0).reason
+    img_core = make_core(use_world_landmarks=False)
+    out = img_core.update([h], 0.0, 640, 480)
+    assert out.status == "tracked"
+    np.testing.assert_allclose(out.raw_angles, joint_angles(w), atol=1e-9)
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="hand_preference"):
+        TrackerConfig(hand_preference="both")
+    with pytest.raises(ValueError, match="max_missed_frames"):
+        TrackerConfig(max_missed_frames=-1)
+    assert TrackerConfig().finger_windows.names == FINGER_NAMES
+    assert all(s > c for s, c in zip(TrackerConfig().joint_windows.straight, TrackerConfig().joint_windows.curled))
+    assert math.pi >= max(TrackerConfig().joint_windows.straight)
