@@ -267,7 +267,7 @@ def mjcf_string(desc: HandDescription, lengths: dict[str, tuple[float, float, fl
     geoms(desc.palm_link, 3, "hand_palm")
     for d in desc.digits:
         y = d.base_pos[1] * 0.6
-        site(f"{d.name}_flexor_origin", [0.008, y, ro.origin_z], 3)
+        site(f"{d.name}_flexor_origin", [0.004, y, ro.origin_z], 3)
         site(f"{d.name}_extensor_origin", [-0.008, y, ro.origin_z], 3)
 
     def joint_sites(s, depth: int) -> None:
@@ -324,7 +324,7 @@ def mjcf_string(desc: HandDescription, lengths: dict[str, tuple[float, float, fl
     out.append("  <tendon>")
     for d in desc.digits:
         dp = digits_phys[d.name]
-        out.append(f'    <spatial name="{d.name}_flexor" width="0.0011" rgba="{rgba(desc.colors["flexor"])}">')
+        out.append(f'    <spatial name="{d.name}_flexor" group="3" width="0.0011" rgba="{rgba(desc.colors["flexor"])}">')
         out.append(f'      <site site="{d.name}_flexor_origin"/>')
         for s in d.segments:
             out.append(f'      <site site="{s.joint}_flexor_in"/>')
@@ -332,7 +332,7 @@ def mjcf_string(desc: HandDescription, lengths: dict[str, tuple[float, float, fl
             out.append(f'      <site site="{s.joint}_flexor_anchor"/>')
         out.append("    </spatial>")
         ext_rest = 0.0 if lengths is None else lengths[d.name][2] - dp.extensor_preload_length
-        out.append(f'    <spatial name="{d.name}_extensor" width="0.0011" rgba="{rgba(desc.colors["extensor"])}" '
+        out.append(f'    <spatial name="{d.name}_extensor" group="3" width="0.0011" rgba="{rgba(desc.colors["extensor"])}" '
                    f'stiffness="{num(dp.extensor_stiffness)}" springlength="{num(ext_rest)}">')
         out.append(f'      <site site="{d.name}_extensor_origin"/>')
         for s in d.segments:

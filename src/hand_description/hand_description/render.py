@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--kinematic", action="store_true", help="set joint angles directly instead of simulating")
     parser.add_argument("--shadows", action="store_true")
     parser.add_argument("--reflections", action="store_true")
-    parser.add_argument("--tendons", action="store_true", help="draw the tendons")
+    parser.add_argument("--tendons", action="store_true", help="draw the tendons (group 3, hidden by default)")
     args = parser.parse_args(argv)
     os.environ.setdefault("MUJOCO_GL", "egl")
     import mujoco
@@ -124,6 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with mujoco.Renderer(model, height=args.height, width=args.width) as renderer:
         option = mujoco.MjvOption()
         option.flags[mujoco.mjtVisFlag.mjVIS_TENDON] = args.tendons
+        option.tendongroup[3] = args.tendons  # the tendons are in group 3: hidden by default (cheaper)
         renderer.update_scene(data, camera=args.camera, scene_option=option)
         set_quality(model, renderer.scene, args.shadows, args.reflections)
         t0 = time.perf_counter()
