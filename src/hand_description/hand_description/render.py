@@ -69,6 +69,33 @@ def set_quality(model, renderer_scene=None, shadows: bool = False, reflections: 
         renderer_scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = reflections
 
 
+def benchmark(model, data, renderer, camera: str, n: int) -> dict[str, float]:
+    """Median render time (ms) of ``n`` frames: as configured, with shadows + reflections, with tendons.
+    Prints the figures and their ratios to the plain render; restores the plain settings."""
+    import mujoco
+
+    def timed(shadows: bool, tendons: bool) -> float:
+        option = mujoco.MjvOption()
+        option.flags[mujoco.mjtVisFlag.mjVIS_TENDON] = tendons
+        option.tendongroup[3] = tendons
+        set_quality(model, None, shadows, shadows)
+        times = []
+        for _ in range(n + 2):
+            renderer.update_scene(data, camera=camera, scene_option=option)
+            set_quality(model, renderer.scene, shadows, shadows)
+            t0 = time.perf_counter()
+            renderer.render()
+            times.append(time.perf_counter() - t0)
+        return 1e3 * float(np.median(times[2:]))
+
+    result = {"plain": timed(False, False), "shadows+reflections": timed(True, False), "tendons": timed(False, True)}
+    set_quality(model, renderer.scene, False, False)
+    base = result["plain"]
+    print(f"render benchmark (median of {n}): "
+          + ", ".join(f"{k} {v:.1f} ms ({v / base:.1f}x)" for k, v in result.items()))
+    return result
+
+
 def pose_flexion(pose: str) -> float:
     if pose == "open":
         return 0.0
@@ -97,6 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--shadows", action="store_true")
     parser.add_argument("--reflections", action="store_true")
     parser.add_argument("--tendons", action="store_true", help="draw the tendons (group 3, hidden by default)")
+    parser.add_argument("--benchmark", type=int, default=0, metavar="N",
+                        help="also time N renders each: as configured, with shadows+reflections, with tendons")
     args = parser.parse_args(argv)
     os.environ.setdefault("MUJOCO_GL", "egl")
     import mujoco
@@ -130,6 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         t0 = time.perf_counter()
         pixels = renderer.render()
         ms = (time.perf_counter() - t0) * 1e3
+        if args.benchmark > 0:
+            benchmark(model, data, renderer, args.camera, args.benchmark)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     Image.fromarray(pixels).save(args.out)
     names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(model.njnt)]
