@@ -5,8 +5,9 @@
     urdf/hand.urdf   urdf/hand_left.urdf
     mjcf/hand.xml    mjcf/hand_left.xml
 
-into the package source directory (default: ``$HAND_TELEOP_ROOT/src/hand_description`` or the
-checkout this module runs from; ``--out DIR`` to choose). ``--check`` regenerates in memory and
+into the package source directory (default: the checkout this module runs from, or
+``$HAND_TELEOP_ROOT/src/hand_description``; ``--out DIR`` to choose, e.g. ``--out
+src/hand_description`` in a stock Jazzy workspace). ``--check`` regenerates in memory and
 exits 1 if a committed file differs. Output is deterministic: numbers are printed with 6
 significant digits, so the same description gives the same bytes.
 
@@ -28,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import pathlib
 import sys
 from collections.abc import Iterable, Sequence
@@ -416,12 +416,16 @@ def build(desc: HandDescription) -> dict[str, str]:
 
 
 def default_out_dir() -> pathlib.Path:
-    """The package's source directory: $HAND_TELEOP_ROOT/src/hand_description, else this checkout."""
-    root = os.environ.get("HAND_TELEOP_ROOT")
-    if root and (pathlib.Path(root) / "src" / "hand_description" / "config" / "hand.yaml").is_file():
-        return pathlib.Path(root) / "src" / "hand_description"
-    from hand_description.paths import SOURCE_DIR
-    return SOURCE_DIR
+    """The package's source directory (see :func:`hand_description.paths.source_dir`).
+
+    Raises FileNotFoundError when it cannot be found (installed package, no checkout): pass --out.
+    """
+    from hand_description.paths import source_dir
+
+    src = source_dir()
+    if src is None:
+        raise FileNotFoundError("cannot find the hand_description source tree: pass --out <package dir>")
+    return src
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -432,7 +436,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="package directory to write urdf/ and mjcf/ into (default: the source tree)")
     parser.add_argument("--check", action="store_true", help="only compare with the files on disk; exit 1 if they differ")
     args = parser.parse_args(argv)
-    out_dir = args.out or default_out_dir()
+    try:
+        out_dir = args.out or default_out_dir()
+    except FileNotFoundError as exc:
+        parser.error(str(exc))
     desc_path = args.description or (out_dir / "config" / "hand.yaml")
     desc = load(desc_path)
     files = build(desc)
