@@ -133,6 +133,7 @@ class MediaPipeHands:
     def __init__(self, config: MediaPipeConfig | None = None, *, mirror: bool = False):
         self.config = config or MediaPipeConfig()
         self.mirror = mirror
+        self._hands = None
         try:
             from mediapipe.python.solutions import hands as mp_hands
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -161,6 +162,8 @@ class MediaPipeHands:
     def detect(self, image_bgr: np.ndarray) -> list[HandObservation]:
         import cv2
 
+        if self._hands is None:
+            raise RuntimeError("MediaPipeHands used after close()")
         img = check_image(image_bgr)
         rgb = cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
         rgb.flags.writeable = False
@@ -210,3 +213,15 @@ class MediaPipeHands:
         if self._hands is not None:
             self._hands.close()
             self._hands = None
+
+
+#: Landmark backends by name (the tracker's ``backend`` parameter). A new backend (e.g. the Tasks
+#: API with a ``hand_landmarker.task`` file) is one class with ``detect``/``close`` plus one entry.
+BACKENDS = {"mediapipe_hands": MediaPipeHands}
+
+
+def create_backend(name: str, config: MediaPipeConfig, *, mirror: bool = False) -> LandmarkBackend:
+    """Instantiate the backend registered as ``name``; ValueError lists the known names."""
+    if name not in BACKENDS:
+        raise ValueError(f"unknown landmark backend {name!r}; known: {', '.join(sorted(BACKENDS))}")
+    return BACKENDS[name](config, mirror=mirror)

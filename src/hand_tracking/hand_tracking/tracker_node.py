@@ -50,7 +50,14 @@ from hand_tracking.calibration import CalibrationError, CapturedPose, PoseCaptur
 from hand_tracking.contract import FINGER_NAMES, JOINT_NAMES
 from hand_tracking.filters import OneEuroParams
 from hand_tracking.geometry import MIN_WINDOW_RAD, Windows
-from hand_tracking.landmarks import BackendError, HandObservation, MediaPipeConfig, MediaPipeHands
+from hand_tracking.landmarks import (
+    BACKENDS,
+    BackendError,
+    HandObservation,
+    LandmarkBackend,
+    MediaPipeConfig,
+    create_backend,
+)
 from hand_tracking.node_tools import SafeLifecycleNode, declare, run
 from hand_tracking.replay import LandmarkFrame, observations_from_msg, stamp_seconds
 from hand_tracking.sources import (
@@ -75,7 +82,7 @@ from hand_tracking.tracker_core import (
 
 PI = math.pi
 #: Parameters that need a new MediaPipe graph (rebuilt by the worker between two frames).
-BACKEND_PARAMS = ("max_num_hands", "model_complexity", "min_detection_confidence",
+BACKEND_PARAMS = ("backend", "max_num_hands", "model_complexity", "min_detection_confidence",
                   "min_tracking_confidence", "static_image_mode")
 REPLAY_STAMPS = ("now", "recorded")
 
@@ -131,7 +138,7 @@ class TrackerNode(SafeLifecycleNode):
         self._spec: SourceSpec | None = None
         self._source = None
         self._prefetch: PrefetchSource | None = None
-        self._backend: MediaPipeHands | None = None
+        self._backend: LandmarkBackend | None = None
         self._backend_dirty = False
         self._worker: threading.Thread | None = None
         self._stop = threading.Event()
@@ -172,6 +179,8 @@ class TrackerNode(SafeLifecycleNode):
         d(self, "mirror", False, "The camera image is mirrored (selfie view). False for a camera whose "
           "image is not mirrored (the shared video): MediaPipe's legacy handedness label is then "
           "swapped so 'handedness' names the physical hand.")
+        d(self, "backend", "mediapipe_hands", "Landmark backend: " + ", ".join(sorted(BACKENDS)) +
+          " (legacy MediaPipe hands solution).")
         d(self, "max_num_hands", 1, "Hands MediaPipe looks for.", range=(1, 4))
         d(self, "model_complexity", 1, "MediaPipe landmark model: 0 lite (faster), 1 full.", range=(0, 1))
         d(self, "min_detection_confidence", 0.5, "MediaPipe palm detection threshold.", range=(0.0, 1.0))
@@ -262,6 +271,9 @@ class TrackerNode(SafeLifecycleNode):
         if v["hand_preference"] not in HAND_PREFERENCES:
             return SetParametersResult(successful=False, reason=(
                 f"hand_preference must be one of {', '.join(HAND_PREFERENCES)}, got {v['hand_preference']!r}"))
+        if v["backend"] not in BACKENDS:
+            return SetParametersResult(successful=False, reason=(
+                f"backend must be one of {', '.join(sorted(BACKENDS))}, got {v['backend']!r}"))
         if v["replay_stamps"] not in REPLAY_STAMPS:
             return SetParametersResult(successful=False, reason=(
                 f"replay_stamps must be one of {', '.join(REPLAY_STAMPS)}, got {v['replay_stamps']!r}"))
@@ -335,7 +347,7 @@ class TrackerNode(SafeLifecycleNode):
             if spec.kind in ("camera", "video", "images"):
                 self._backend = self._make_backend()
                 log.info(f"MediaPipe loaded and warmed up in {self._backend.warm_up():.0f} ms")
-        except (SourceError, BackendError, ValueError) as exc:
+        except (SourceError, BackendError, ValueError, RuntimeError) as exc:
             log.error(f"configure failed: {exc}")
             self._release()
             return TransitionCallbackReturn.FAILURE
@@ -343,7 +355,7 @@ class TrackerNode(SafeLifecycleNode):
         with self._lock:
             self._core = TrackerCore(cfg)
         stream = contract.qos(contract.STREAM)
-        if spec.kind != "topic" and v["publish_landmarks"]:
+        if spec.kind != "topic":
             self._pub_landmarks = self.create_lifecycle_publisher(
                 HandLandmarksArray, contract.TOPIC_LANDMARKS, stream)
         self._pub_target = self.create_lifecycle_publisher(JointState, contract.TOPIC_TARGET_FLEXIONS, stream)
@@ -357,12 +369,12 @@ class TrackerNode(SafeLifecycleNode):
         log.info(f"configured: {spec} via {what}")
         return TransitionCallbackReturn.SUCCESS
 
-    def _make_backend(self) -> MediaPipeHands:
+    def _make_backend(self) -> LandmarkBackend:
         v = self._param_values()
         cfg = MediaPipeConfig(int(v["max_num_hands"]), int(v["model_complexity"]),
                               float(v["min_detection_confidence"]), float(v["min_tracking_confidence"]),
                               bool(v["static_image_mode"]))
-        return MediaPipeHands(cfg, mirror=bool(v["mirror"]))
+        return create_backend(str(v["backend"]), cfg, mirror=bool(v["mirror"]))
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
         with self._lock:
@@ -498,8 +510,9 @@ class TrackerNode(SafeLifecycleNode):
             width, height, stamp = item.width, item.height, item.stamp
             frame_id = self.get_parameter("frame_id").value
             infer_ms = (time.monotonic() - t0) * 1e3
+        landmarks = self._pub_landmarks if self.get_parameter("publish_landmarks").value else None
         self._handle(hands, item.index, stamp, item.media_time, width, height, frame_id,
-                     decode_ms=item.decode_ms, infer_ms=infer_ms, landmarks=self._pub_landmarks)
+                     decode_ms=item.decode_ms, infer_ms=infer_ms, landmarks=landmarks)
 
     def _handle(self, hands: list[HandObservation], index: int, stamp: float, media_time: float, width: int,
                 height: int, frame_id: str, *, decode_ms: float, infer_ms: float, landmarks) -> None:

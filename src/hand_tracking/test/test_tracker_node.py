@@ -153,6 +153,17 @@ def test_lifecycle_parameters_and_video(probe, tmp_path, video_path):
         assert len(after) >= 10 and all(m.position[1] == 0.0 for m in after)
         assert get_params(probe, "index_straight_angle", "index_curled_angle") == [0.3, 0.1]
 
+        # mirror: a selfie camera's image → MediaPipe's own label is the physical hand ('left' here)
+        [r] = probe.set_parameters(NODE, mirror=True)
+        assert r.successful
+        t_set = time.time()
+        n0 = len(lm)
+        wait_until(lambda: len(lm) >= n0 + 10, 10, "landmarks after mirror:=true")
+        after = [m for m in list(lm)[n0:] if stamp(m) > t_set]
+        assert after and all(m.hands[0].handedness == "left" for m in after)
+        [r] = probe.set_parameters(NODE, backend="tasks")
+        assert not r.successful and "mediapipe_hands" in r.reason
+
         wait_until(lambda: len(dg) >= 2, 10, "diagnostics")
         st = latest_status(dg)
         values = {kv.key: kv.value for kv in st.values}
