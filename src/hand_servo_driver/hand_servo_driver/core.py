@@ -1,0 +1,371 @@
+"""What the servo driver sends, and when: flexions in, protocol frames out. No rclpy, no I/O.
+
+:class:`DriverCore` is the whole driver minus ROS and the serial port; ``driver_node`` feeds it
+commands, time and the board's STATUS frames and writes the frames it returns. Rules:
+
+- Nothing is sent but heartbeats until :meth:`activate`; commands received while inactive are
+  dropped, so activation never replays an old pose.
+- A command maps each servo's flexion to a pulse (``ServoCalibration``), passes a per-servo
+  *deadband* on the target (a change smaller than ``deadband_deg`` is ignored), then a per-servo
+  *rate limiter* (``max_speed_dps``) that the output follows at every :meth:`step`. A SET_PULSES
+  frame goes out only when the rounded output changed; otherwise a HEARTBEAT every
+  ``heartbeat_period_s`` keeps the board's watchdog fed.
+- The newest command older than ``command_timeout_s`` → the safe pose (or detach), once, not rate
+  limited; the limiter restarts from the safe pose when fresh commands come back.
+- The board (re)booted, tripped its watchdog, or the link came back → the board's outputs are at
+  its safe pose or detached: the driver assumes the safe pose and ramps from there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from hand_servo_driver import protocol as p
+from hand_servo_driver.calibration import (
+    SG90_US_PER_DEGREE,
+    CalibrationError,
+    ServoCalibration,
+    check_channels,
+)
+from hand_servo_driver.motion import Deadband, RateLimiter
+
+SAFE_MODES = ("pose", "detach")
+
+
+class DriverConfigError(ValueError):
+    """An invalid driver configuration; the message names the parameter."""
+
+
+@dataclass(frozen=True)
+class ServoSettings:
+    """One servo: calibration, speed limit (degrees of horn per second) and deadband (degrees)."""
+
+    calibration: ServoCalibration
+    max_speed_dps: float = 300.0
+    deadband_deg: float = 1.0
+
+    def __post_init__(self) -> None:
+        n = self.calibration.name
+        if not (math.isfinite(self.max_speed_dps) and self.max_speed_dps > 0):
+            raise DriverConfigError(f"{n}.max_speed_dps must be > 0, got {self.max_speed_dps}")
+        if not (math.isfinite(self.deadband_deg) and self.deadband_deg >= 0):
+            raise DriverConfigError(f"{n}.deadband_deg must be >= 0, got {self.deadband_deg}")
+
+
+@dataclass(frozen=True)
+class DriverConfig:
+    """Everything :class:`DriverCore` needs (the node builds it from its parameters).
+
+    servos: the enabled servos (each has a distinct board channel). us_per_degree: horn degrees
+    → pulse µs (SG90 ≈ 11.1). command_timeout_s: age after which the newest command is stale.
+    heartbeat_period_s: longest silence on the wire (must be below the board's watchdog).
+    safe_mode: ``pose`` (SET_PULSES of each servo's pulse at ``safe_flexion``) or ``detach``
+    (SAFE frame: the board stops the pulses). ack_timeout_s: a frame not acknowledged within this
+    is counted lost. max_step_s: the longest time step the rate limiter honours.
+    """
+
+    servos: tuple[ServoSettings, ...]
+    us_per_degree: float = SG90_US_PER_DEGREE
+    command_timeout_s: float = 0.5
+    heartbeat_period_s: float = 0.1
+    safe_mode: str = "pose"
+    safe_flexion: float = 0.0
+    ack_timeout_s: float = 0.5
+    max_step_s: float = 0.1
+
+    def __post_init__(self) -> None:
+        if not self.servos:
+            raise DriverConfigError("no servo enabled")
+        try:
+            check_channels([s.calibration for s in self.servos])
+        except CalibrationError as exc:
+            raise DriverConfigError(str(exc)) from exc
+        for name, v, lo in (("us_per_degree", self.us_per_degree, 0.0), ("command_timeout_s", self.command_timeout_s, 0.0),
+                            ("heartbeat_period_s", self.heartbeat_period_s, 0.0), ("ack_timeout_s", self.ack_timeout_s, 0.0),
+                            ("max_step_s", self.max_step_s, 0.0)):
+            if not (math.isfinite(v) and v > lo):
+                raise DriverConfigError(f"{name} must be > {lo}, got {v}")
+        if self.safe_mode not in SAFE_MODES:
+            raise DriverConfigError(f"safe_mode '{self.safe_mode}' is not one of {SAFE_MODES}")
+        if not (math.isfinite(self.safe_flexion) and 0.0 <= self.safe_flexion <= 1.0):
+            raise DriverConfigError(f"safe_flexion {self.safe_flexion} outside [0, 1]")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(s.calibration.name for s in self.servos)
+
+    @property
+    def channels(self) -> tuple[int, ...]:
+        return tuple(s.calibration.channel for s in self.servos)
+
+    def safe_pulses(self) -> np.ndarray:
+        """Each servo's pulse (µs, float) at ``safe_flexion``."""
+        return np.array([s.calibration.pulse_us(self.safe_flexion) for s in self.servos])
+
+    def pulses(self, flexions: Mapping[str, float]) -> np.ndarray:
+        """Each servo's pulse (µs, float) for ``{name: flexion}`` (names of every servo)."""
+        return np.array([s.calibration.pulse_us(flexions[s.calibration.name]) for s in self.servos])
+
+    def rates_us(self) -> np.ndarray:
+        return np.array([s.max_speed_dps * self.us_per_degree for s in self.servos])
+
+    def deadbands_us(self) -> np.ndarray:
+        return np.array([s.deadband_deg * self.us_per_degree for s in self.servos])
+
+
+def round_us(values: Sequence[float]) -> tuple[int, ...]:
+    """Pulse widths to whole microseconds (half away from zero, deterministic)."""
+    return tuple(int(math.floor(v + 0.5)) for v in values)
+
+
+@dataclass
+class DriverStats:
+    """Counters for /diagnostics."""
+
+    frames_sent: int = 0
+    pulses_sent: int = 0
+    heartbeats_sent: int = 0
+    safe_sent: int = 0
+    frames_acked: int = 0
+    frames_unacked: int = 0  #: no STATUS within ack_timeout_s (lost on the wire or rejected as corrupt)
+    board_rejects: int = 0  #: STATUS with BAD_RANGE/BAD_LENGTH/BAD_TYPE for our frame
+    clamped_acks: int = 0
+    board_boots: int = 0
+    board_watchdog_trips: int = 0
+    resyncs: int = 0
+    resends: int = 0  #: newest SET_PULSES lost, current pulses sent again
+    stale_events: int = 0
+    commands: int = 0
+    commands_inactive: int = 0
+    bad_frames_in: int = 0
+    last_reject: str = ""
+
+
+class DriverCore:
+    """See the module docstring. Times are seconds on a monotonic clock."""
+
+    def __init__(self, config: DriverConfig, expect_acks: bool = True):
+        self.config = config
+        self.expect_acks = expect_acks
+        self.seq = 0
+        self.active = False
+        self.flexions: dict[str, float] | None = None
+        self.cmd_time: float | None = None
+        self.stale = False
+        self.target: np.ndarray | None = None
+        self.last_sent: tuple[int, ...] | None = None
+        self.last_pulses_seq: int | None = None
+        self.last_tx_t = -math.inf
+        self._silence_ref = -math.inf
+        self._safe_pending = False
+        self._commanded_safe = False
+        self._last_safe_seq: int | None = None
+        self._drive_t: float | None = None  # time of the last rate-limiter step while driving
+        self.outstanding: OrderedDict[int, tuple[int, float]] = OrderedDict()
+        self.board: p.Status | None = None
+        self.last_status_t: float | None = None
+        self.last_acked_seq: int | None = None
+        self.stats = DriverStats()
+        self.limiter = RateLimiter(config.rates_us(), config.safe_pulses(), config.max_step_s)
+        self.deadband = Deadband(config.deadbands_us())
+
+    # --- configuration ---------------------------------------------------------------------------
+    def update_config(self, config: DriverConfig) -> None:
+        """Adopt tuning changes live (pulse ranges, maps, speeds, deadbands, timeouts). The servo
+        set and channels must stay the same (DriverConfigError otherwise)."""
+        if config.names != self.config.names or config.channels != self.config.channels:
+            raise DriverConfigError("the servo set and channels change only at configure")
+        self.config = config
+        self.limiter.set_rates(config.rates_us())
+        self.limiter.max_dt = config.max_step_s
+        self.deadband = Deadband(config.deadbands_us())
+        if self.flexions is not None:
+            self.target = self.deadband.update(config.pulses(self.flexions))
+
+    # --- lifecycle -------------------------------------------------------------------------------
+    def activate(self) -> None:
+        """Enable output. The first fresh command starts a ramp from the safe pose."""
+        self.active = True
+        self._forget_command()
+        self.limiter.reset(self.config.safe_pulses())
+
+    def deactivate(self, now: float) -> list[bytes]:
+        """Disable output and return the safe frame to send."""
+        self.active = False
+        self._forget_command()
+        return [self.safe_frame(now)]
+
+    def _forget_command(self) -> None:
+        self.flexions = None
+        self.cmd_time = None
+        self.stale = False
+        self.target = None
+        self._drive_t = None  # the first frame of a new ramp is the safe pose exactly
+        self.deadband.reset()
+
+    def safe_frame(self, now: float) -> bytes:
+        """The safe pose (or detach) frame; the limiter then starts from the safe pose."""
+        safe = self.config.safe_pulses()
+        self.limiter.reset(safe)
+        self._drive_t = None
+        self.stats.safe_sent += 1
+        self._safe_pending = False
+        self._last_safe_seq = self.seq
+        if self.config.safe_mode == "detach":
+            self.last_sent = None
+            frame = self._frame(p.MsgType.SAFE, now, p.encode_safe, p.SAFE_DETACH)
+        else:
+            pulses = round_us(safe)
+            self.last_sent = pulses
+            frame = self._pulses_frame(pulses, now)
+        self._commanded_safe = True
+        return frame
+
+    # --- inputs ------------------------------------------------------------------------------------
+    def command(self, flexions: Mapping[str, float], now: float) -> bool:
+        """A validated flexion command (``{name: flexion}``, every servo name present). Returns
+        False (and counts it) when inactive: the command is dropped."""
+        if not self.active:
+            self.stats.commands_inactive += 1
+            return False
+        self.stats.commands += 1
+        self.flexions = {n: float(flexions[n]) for n in self.config.names}
+        self.target = self.deadband.update(self.config.pulses(self.flexions))
+        self.cmd_time = now
+        return True
+
+    def step(self, now: float) -> list[bytes]:
+        """Advance to ``now`` and return the frames to write (possibly none)."""
+        self._expire_acks(now)
+        frames: list[bytes] = []
+        if self.active and self.cmd_time is not None and self.target is not None:
+            if now - self.cmd_time > self.config.command_timeout_s:
+                if not self.stale:
+                    self.stale = True
+                    self.stats.stale_events += 1
+                    frames.append(self.safe_frame(now))
+            else:
+                self.stale = False
+                dt = 0.0 if self._drive_t is None else now - self._drive_t
+                self._drive_t = now
+                pulses = round_us(self.limiter.step(self.target, dt))
+                if pulses != self.last_sent:
+                    self.last_sent = pulses
+                    frames.append(self._pulses_frame(pulses, now))
+        if self._safe_pending and (not self.active or self.stale):
+            frames.append(self.safe_frame(now))
+        if not frames and now - self.last_tx_t >= self.config.heartbeat_period_s:
+            frames.append(self._frame(p.MsgType.HEARTBEAT, now, p.encode_heartbeat))
+        return frames
+
+    def on_link_up(self, now: float) -> None:
+        """The port (re)opened: the board may have rebooted (detached); ramp from the safe pose.
+        If the last thing commanded was the safe pose/detach, it is sent again (it may have been
+        lost with the link)."""
+        self.outstanding.clear()
+        self._resync(now, count=False)
+        self._safe_pending = self._commanded_safe
+        self.last_tx_t = -math.inf  # heartbeat at once: ask for a STATUS
+        self._silence_ref = now
+
+    def on_link_down(self, now: float) -> None:
+        self.outstanding.clear()
+        self.last_sent = None
+
+    def on_frame(self, frame: p.Frame, now: float) -> None:
+        """A frame from the board (normally a STATUS)."""
+        if frame.type != p.MsgType.STATUS:
+            self.stats.bad_frames_in += 1
+            return
+        try:
+            s = p.decode_status(frame.payload)
+        except p.ProtocolError:
+            self.stats.bad_frames_in += 1
+            return
+        self.board = s
+        self.last_status_t = now
+        if s.ack_type == 0:
+            if s.result == p.Result.BOOT:
+                self.stats.board_boots += 1
+                self._resync(now)
+            elif s.result == p.Result.WATCHDOG:
+                self.stats.board_watchdog_trips += 1
+                self._resync(now)
+            return
+        if s.ack_seq in self.outstanding:
+            while self.outstanding:
+                seq, _ = self.outstanding.popitem(last=False)
+                if seq == s.ack_seq:
+                    break
+                self._lost(seq)
+            self.stats.frames_acked += 1
+            self.last_acked_seq = s.ack_seq
+        if s.result in (p.Result.BAD_RANGE, p.Result.BAD_LENGTH, p.Result.BAD_TYPE):
+            self.stats.board_rejects += 1
+            self.stats.last_reject = f"{p.Result(s.result).name} for seq {s.ack_seq} (type 0x{s.ack_type:02X})"
+        elif s.result == p.Result.CLAMPED:
+            self.stats.clamped_acks += 1
+        if (s.flags & p.Flag.WATCHDOG and self.last_pulses_seq is not None and self.last_sent is not None
+                and 0 < ((s.ack_seq - self.last_pulses_seq) & 0xFFFF) < 0x8000):
+            # acknowledged after our last pulses, yet the watchdog flag is set: a trip we missed
+            self.stats.board_watchdog_trips += 1
+            self._resync(now)
+
+    # --- internals ---------------------------------------------------------------------------------
+    def _resync(self, now: float, count: bool = True) -> None:
+        if count:
+            self.stats.resyncs += 1
+        self.last_sent = None
+        self.limiter.reset(self.config.safe_pulses())
+        self._drive_t = None  # the ramp restarts from the safe pose at the next step
+
+    def _pulses_frame(self, pulses: tuple[int, ...], now: float) -> bytes:
+        self._commanded_safe = False
+        self.stats.pulses_sent += 1
+        self.last_pulses_seq = self.seq
+        return self._frame(p.MsgType.SET_PULSES, now, p.encode_set_pulses, list(zip(self.config.channels, pulses)))
+
+    def _frame(self, msg_type: int, now: float, encoder, *args) -> bytes:
+        seq = self.seq
+        data = encoder(seq, *args)
+        self.seq = (seq + 1) & 0xFFFF
+        self.last_tx_t = now
+        if self.stats.frames_sent == 0:
+            self._silence_ref = now
+        self.stats.frames_sent += 1
+        if msg_type == p.MsgType.HEARTBEAT:
+            self.stats.heartbeats_sent += 1
+        if self.expect_acks:
+            self.outstanding[seq] = (msg_type, now)
+        return data
+
+    def _expire_acks(self, now: float) -> None:
+        limit = self.config.ack_timeout_s
+        while self.outstanding:
+            seq, (_, t) = next(iter(self.outstanding.items()))
+            if now - t <= limit:
+                break
+            self.outstanding.popitem(last=False)
+            self._lost(seq)
+
+    def _lost(self, seq: int) -> None:
+        """A frame never acknowledged (corrupted on the wire, or the board missed it). If it was
+        the newest SET_PULSES, the board still holds older pulses: send the current ones again."""
+        self.stats.frames_unacked += 1
+        if seq == self._last_safe_seq and (not self.active or self.stale):
+            self._safe_pending = True  # the safe pose/detach itself was lost: send it again
+        elif seq == self.last_pulses_seq and self.last_sent is not None:
+            self.stats.resends += 1
+            self.last_sent = None
+
+    def board_silent(self, now: float) -> bool:
+        """True when frames go out but no STATUS came back for longer than ack_timeout_s."""
+        if not self.expect_acks or self.stats.frames_sent == 0:
+            return False
+        last = self.last_status_t if self.last_status_t is not None else -math.inf
+        return self.last_tx_t > last and now - max(last, self._silence_ref) > self.config.ack_timeout_s

@@ -1,0 +1,346 @@
+"""``servo_driver``: lifecycle node driving SG90 tendon servos from ``/hand/target_flexions``.
+
+Thin wiring around pure modules: parameters (:mod:`parameters`) → :class:`core.DriverCore`
+(mapping, deadband, rate limit, stale check, acknowledgements) → :class:`link.SerialLink`
+(pyserial, reconnection) speaking :mod:`protocol` to the board (firmware or ``sim_board``).
+
+Lifecycle (ros2/demos lifecycle_py style):
+- on_configure: read parameters, open the port (retrying up to ``connect_timeout_s``; FAILURE
+  naming the port if it never appears), create the subscription, timers and /diagnostics.
+  Heartbeats start (link supervision) but no pulse is sent.
+- on_activate: output enabled; the first *fresh* command starts a ramp from the safe pose.
+- on_deactivate: the safe pose (or detach) is sent at once; commands are ignored.
+- on_cleanup: port closed, everything created in on_configure released.
+- on_shutdown / on_error (from any state): safe pose if a port is open, then release.
+
+Topics: subscribes ``/hand/target_flexions`` (sensor_msgs/JointState, ``contract.LATEST`` QoS),
+publishes ``/diagnostics`` (diagnostic_msgs/DiagnosticArray, ``contract.STREAM`` QoS).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from hand_tracking.node_tools import SafeLifecycleNode, declare, run
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.lifecycle import State, TransitionCallbackReturn
+from sensor_msgs.msg import JointState
+
+from hand_servo_driver import protocol as p
+from hand_servo_driver.core import DriverConfigError, DriverCore
+from hand_servo_driver.link import LinkError, SerialLink
+from hand_servo_driver.parameters import PARAM_BY_NAME, PARAMS, build_config
+from hand_tracking import contract
+
+DIAG_NAME = "servo_driver: serial link"
+
+
+class ServoDriverNode(SafeLifecycleNode):
+    """See the module docstring."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(contract.SERVO_DRIVER_NODE, **kwargs)
+        for spec in PARAMS:
+            declare(self, spec.name, spec.default, spec.description, range=spec.range, array_type=spec.array_type)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._core: DriverCore | None = None
+        self._link: SerialLink | None = None
+        self._parser = p.Parser()
+        self._settings = None
+        self._pending_config = None
+        self._sub = None
+        self._timer = None
+        self._diag_timer = None
+        self._diag_pub = None
+        self._ignored = 0
+        self._last_ignored = ""
+        self._link_was_up = False
+        self._dry_pending = ""
+        self._dry_logged_t = 0.0
+        self._t0 = time.monotonic()
+
+    # --- parameters ----------------------------------------------------------------------------------
+    def _values(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+        vals = {s.name: self.get_parameter(s.name).value for s in PARAMS}
+        vals.update(overrides or {})
+        return {k: (list(v) if isinstance(v, (list, tuple)) or hasattr(v, "tolist") else v) for k, v in vals.items()}
+
+    def _on_set_parameters(self, params) -> SetParametersResult:
+        changes = {prm.name: prm.value for prm in params if prm.name in PARAM_BY_NAME}
+        if not changes:
+            return SetParametersResult(successful=True)
+        try:
+            cfg, _ = build_config(self._values(changes))
+        except (DriverConfigError, ValueError, TypeError) as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+        later = sorted(n for n in changes if not PARAM_BY_NAME[n].live)
+        if self._core is not None:
+            if later:
+                self.get_logger().info(f"{', '.join(later)} will apply at the next configure")
+            self._pending_config = cfg
+        return SetParametersResult(successful=True)
+
+    # --- lifecycle -------------------------------------------------------------------------------------
+    def on_configure(self, state: State) -> TransitionCallbackReturn:
+        try:
+            cfg, settings = build_config(self._values())
+        except (DriverConfigError, ValueError, TypeError) as exc:
+            self.get_logger().error(f"configure failed: {exc}")
+            return TransitionCallbackReturn.FAILURE
+        self._settings = settings
+        if not settings.dry_run:
+            link = SerialLink(settings.port, settings.baud, settings.write_timeout_s, settings.reconnect_min_s,
+                              settings.reconnect_max_s)
+            try:
+                link.open_with_retry(settings.connect_timeout_s)
+            except LinkError as exc:
+                self.get_logger().error(f"configure failed: {exc} (tried for {settings.connect_timeout_s:.1f} s)")
+                return TransitionCallbackReturn.FAILURE
+            self._link = link
+            self._link_was_up = True
+            self.get_logger().info(f"opened {settings.port} at {settings.baud} baud")
+        else:
+            self.get_logger().info("dry run: no port; intended pulses are logged")
+        self._core = DriverCore(cfg, expect_acks=not settings.dry_run)
+        self._parser = p.Parser()
+        self._core.on_link_up(time.monotonic())
+        self._diag_pub = self.create_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, contract.qos(contract.STREAM))
+        self._sub = self.create_subscription(JointState, contract.TOPIC_TARGET_FLEXIONS, self._on_command,
+                                             contract.qos(contract.LATEST))
+        self._timer = self.create_timer(1.0 / settings.rate_hz, self._tick)
+        self._diag_timer = self.create_timer(settings.diagnostics_period_s, self._publish_diagnostics)
+        self.get_logger().info(
+            "configured: " + ", ".join(f"{s.calibration.name}→ch{s.calibration.channel} "
+                                       f"{s.calibration.min_us}-{s.calibration.max_us} µs" for s in cfg.servos))
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: State) -> TransitionCallbackReturn:
+        self._core.activate()
+        self.get_logger().info("active: following " + contract.TOPIC_TARGET_FLEXIONS)
+        self._publish_diagnostics()
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: State) -> TransitionCallbackReturn:
+        sendable = self._can_send()
+        self._write(self._core.deactivate(time.monotonic()))
+        self._flush_dry_log(force=True)
+        if sendable:
+            self.get_logger().info(f"inactive: safe {self._core.config.safe_mode} sent")
+        else:
+            self.get_logger().warning("inactive; serial link down, the board's watchdog makes it safe")
+        self._publish_diagnostics()
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
+        self._go_safe_and_release("shutdown")
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_error(self, state: State) -> TransitionCallbackReturn:
+        self._go_safe_and_release("error")
+        return TransitionCallbackReturn.SUCCESS
+
+    def _go_safe_and_release(self, why: str) -> None:
+        if self._core is not None:
+            self._core.active = False
+            if self._can_send():
+                self._write([self._core.safe_frame(time.monotonic())])
+                self._flush_dry_log(force=True)
+                self.get_logger().info(f"{why}: safe {self._core.config.safe_mode} sent")
+            elif self._link is not None:
+                self.get_logger().warning(f"{why}: serial link down, cannot send the safe pose; the board's "
+                                          "watchdog makes it safe")
+        self._release()
+
+    def _can_send(self) -> bool:
+        if self._settings is not None and self._settings.dry_run:
+            return True
+        return self._link is not None and self._link.up
+
+    def _release(self) -> None:
+        for timer in (self._timer, self._diag_timer):
+            if timer is not None:
+                self.destroy_timer(timer)
+        if self._sub is not None:
+            self.destroy_subscription(self._sub)
+        if self._diag_pub is not None:
+            self.destroy_publisher(self._diag_pub)
+        if self._link is not None:
+            self._link.close()
+        self._timer = self._diag_timer = self._sub = self._diag_pub = None
+        self._link = None
+        self._core = None
+
+    # --- data path ---------------------------------------------------------------------------------------
+    def _on_command(self, msg: JointState) -> None:
+        core = self._core
+        if core is None:
+            return
+        try:
+            flexions = contract.parse_flexions(msg.name, msg.position)
+        except contract.FlexionContractError as exc:
+            self._ignored += 1
+            self._last_ignored = str(exc)
+            self.get_logger().warning(f"ignored {contract.TOPIC_TARGET_FLEXIONS}: {exc}", throttle_duration_sec=2.0)
+            return
+        now = time.monotonic()
+        if core.command(flexions, now) and self._can_send():
+            self._write(core.step(now))
+
+    def _now_ms(self, now: float) -> int:
+        return int((now - self._t0) * 1000.0) & 0xFFFFFFFF
+
+    def _tick(self) -> None:
+        core = self._core
+        if core is None:
+            return
+        now = time.monotonic()
+        if self._pending_config is not None:
+            cfg, self._pending_config = self._pending_config, None
+            try:
+                core.update_config(cfg)
+            except DriverConfigError as exc:
+                self.get_logger().info(f"kept the running servo set: {exc}")
+        link = self._link
+        if link is not None:
+            if link.maybe_reconnect(now):
+                self._parser.reset()
+                core.on_link_up(now)
+                self._link_was_up = True
+                self.get_logger().info(f"serial link back on {link.port} (reconnect #{link.reconnects})")
+                self._publish_diagnostics()
+            if link.up:
+                data = link.read()
+                ms = self._now_ms(now)
+                for frame in self._parser.feed(data, ms) + self._parser.expire(ms):
+                    core.on_frame(frame, now)
+        if not self._can_send():
+            self._check_link_down()
+            return  # nothing can go out; the board's own watchdog keeps it safe
+        self._flush_dry_log()
+        was_stale = core.stale
+        self._write(core.step(now))
+        if core.stale and not was_stale:
+            self.get_logger().warning(f"command older than {core.config.command_timeout_s} s: safe "
+                                      f"{core.config.safe_mode} sent")
+        self._check_link_down()
+
+    def _write(self, frames: list[bytes]) -> None:
+        if not frames:
+            return
+        if self._settings is not None and self._settings.dry_run:
+            for fr in frames:
+                for f in p.Parser().feed(fr, 0):
+                    if f.type == p.MsgType.SET_PULSES:
+                        self._dry_pending = f"dry run: would send {p.describe(f)}"
+                    elif f.type == p.MsgType.SAFE:
+                        self.get_logger().info(f"dry run: would send {p.describe(f)}")
+            self._flush_dry_log()
+            return
+        link = self._link
+        if link is None:
+            return
+        for fr in frames:
+            if not link.write(fr):
+                break
+        self._check_link_down()
+
+    def _flush_dry_log(self, force: bool = False) -> None:
+        """Dry run: log the newest intended SET_PULSES at most every 0.25 s; the last one of a
+        ramp is always logged (from the timer), so the log ends on the pose actually reached."""
+        now = time.monotonic()
+        if self._dry_pending and (force or now - self._dry_logged_t >= 0.25):
+            self.get_logger().info(self._dry_pending)
+            self._dry_pending = ""
+            self._dry_logged_t = now
+
+    def _check_link_down(self) -> None:
+        link = self._link
+        if link is not None and self._link_was_up and not link.up:
+            self._link_was_up = False
+            self._core.on_link_down(time.monotonic())
+            self._parser.reset()
+            self.get_logger().error(f"serial link down: {link.last_error}; retrying with backoff")
+            self._publish_diagnostics()
+
+    # --- diagnostics -----------------------------------------------------------------------------------------
+    def diagnostic_status(self) -> DiagnosticStatus:
+        core, link, settings = self._core, self._link, self._settings
+        now = time.monotonic()
+        st = core.stats
+        level, message = DiagnosticStatus.OK, ""
+        state = self.lifecycle_state
+        if settings.dry_run:
+            message = "dry run: no port, intended pulses logged"
+        elif link is None or not link.up:
+            level = DiagnosticStatus.ERROR
+            why = link.last_error if link is not None else "port closed"
+            message = f"serial link down: {why}; retrying"
+        elif core.board_silent(now):
+            level = DiagnosticStatus.WARN
+            message = f"no STATUS from the board for more than {core.config.ack_timeout_s} s (wrong port or baud?)"
+        elif st.board_rejects:
+            level = DiagnosticStatus.ERROR
+            message = f"board rejected {st.board_rejects} frame(s), last {st.last_reject}: configuration mismatch?"
+        elif core.board is not None and core.board.channels < max(core.config.channels) + 1:
+            level = DiagnosticStatus.ERROR
+            message = f"board has {core.board.channels} channels, driver uses channel {max(core.config.channels)}"
+        elif core.stale:
+            level = DiagnosticStatus.WARN
+            message = f"no fresh command for more than {core.config.command_timeout_s} s: safe pose"
+        elif core.board is not None and core.board.flags & p.Flag.WATCHDOG:
+            level = DiagnosticStatus.WARN
+            message = "board watchdog tripped: outputs at the board's safe pose"
+        if not message:
+            message = ("active: following " + contract.TOPIC_TARGET_FLEXIONS) if state == "active" else \
+                f"{state}: outputs held safe"
+        values = {
+            "lifecycle": state, "link": "dry_run" if settings.dry_run else (link.state if link else "closed"),
+            "port": settings.port, "baud": settings.baud,
+            "frames_sent": st.frames_sent, "frames_acked": st.frames_acked, "frames_unacked": st.frames_unacked,
+            "last_acked_seq": core.last_acked_seq if core.last_acked_seq is not None else -1,
+            "pulses_sent": st.pulses_sent, "heartbeats_sent": st.heartbeats_sent, "safe_sent": st.safe_sent,
+            "board_rejects": st.board_rejects, "last_reject": st.last_reject, "clamped_acks": st.clamped_acks,
+            "board_boots": st.board_boots, "board_watchdog_trips": st.board_watchdog_trips, "resyncs": st.resyncs, "resends": st.resends,
+            "stale": core.stale, "stale_events": st.stale_events, "commands": st.commands,
+            "commands_ignored": self._ignored, "last_ignored": self._last_ignored,
+            "commands_inactive": st.commands_inactive,
+            "last_pulses_us": " ".join(map(str, core.last_sent)) if core.last_sent else "",
+            "channels": " ".join(map(str, core.config.channels)),
+            "reconnects": link.reconnects if link else 0, "link_errors": link.errors if link else 0,
+            "last_link_error": link.last_error if link else "",
+            "bytes_out": link.bytes_out if link else 0, "bytes_in": link.bytes_in if link else 0,
+        }
+        if core.board is not None:
+            b = core.board
+            values["board_flags"] = p.flag_names(b.flags)
+            values["board_watchdog_ms"] = b.watchdog_ms
+            values["board_channels"] = b.channels
+            for k, v in b.counters.items():
+                values[f"board_{k}"] = v
+            values["board_rejected_total"] = b.rejected
+        return DiagnosticStatus(level=level, name=DIAG_NAME, message=message,
+                                hardware_id=settings.port if not settings.dry_run else "dry_run",
+                                values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+
+    def _publish_diagnostics(self) -> None:
+        if self._diag_pub is None or self._core is None:
+            return
+        msg = DiagnosticArray()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.status = [self.diagnostic_status()]
+        self._diag_pub.publish(msg)
+
+
+def main(args=None) -> None:
+    sys.exit(run(ServoDriverNode, args))
+
+
+if __name__ == "__main__":
+    main()

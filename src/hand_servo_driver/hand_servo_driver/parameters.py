@@ -1,0 +1,152 @@
+"""The servo driver's parameters as data, and their translation into configs. No rclpy.
+
+:data:`PARAMS` is the single list the node declares (with descriptors) and that tests compare with
+``config/servo_driver.yaml``. :func:`build_config` turns a ``{name: value}`` dict into the
+:class:`~hand_servo_driver.core.DriverConfig` and :class:`LinkSettings`, raising
+:class:`~hand_servo_driver.core.DriverConfigError` with the parameter's name on any bad value.
+
+Per-servo parameters are ``<finger>.<field>`` for each finger of ``contract.FINGER_NAMES``
+(one tendon servo per digit): ``thumb.channel``, ``index.max_pulse_us``, …
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hand_tracking.contract import FINGER_NAMES
+
+from hand_servo_driver.calibration import (
+    SG90_SAFE_MAX_US,
+    SG90_SAFE_MIN_US,
+    SG90_US_PER_DEGREE,
+    CalibrationError,
+    ServoCalibration,
+)
+from hand_servo_driver.core import DriverConfig, DriverConfigError, ServoSettings
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter: name, default (its type is the parameter type), description, inclusive
+    numeric range, element type for arrays, and whether a change applies live (else at the next
+    configure)."""
+
+    name: str
+    default: Any
+    description: str
+    range: tuple[float, float] | None = None
+    array_type: type | None = None
+    live: bool = False
+
+
+GLOBAL_PARAMS: tuple[ParamSpec, ...] = (
+    ParamSpec("port", "/dev/ttyACM0", "Serial device of the board (a pty link for sim_board). Applies at configure."),
+    ParamSpec("baud", 115200, "Serial bit rate; must match the firmware's HSB_BAUD. Applies at configure.",
+              (1200, 4000000)),
+    ParamSpec("write_timeout_s", 0.05, "A write that cannot complete within this fails and takes the link down (s).",
+              (0.001, 5.0)),
+    ParamSpec("connect_timeout_s", 3.0, "on_configure keeps trying to open the port this long before it fails (s).",
+              (0.0, 60.0)),
+    ParamSpec("reconnect_min_s", 0.2, "First retry delay after the link went down (s); doubles up to reconnect_max_s.",
+              (0.01, 60.0)),
+    ParamSpec("reconnect_max_s", 2.0, "Longest retry delay while the device is gone (s).", (0.01, 600.0)),
+    ParamSpec("rate_hz", 50.0, "Control loop rate: rate limiter steps, heartbeats, stale check, link I/O (Hz). "
+              "Applies at configure.", (1.0, 500.0)),
+    ParamSpec("command_timeout_s", 0.5, "A command older than this is stale: the servos go to the safe pose (s).",
+              (0.02, 60.0), live=True),
+    ParamSpec("heartbeat_period_s", 0.1, "Longest silence on the wire; keep well below the board watchdog (s).",
+              (0.01, 10.0), live=True),
+    ParamSpec("ack_timeout_s", 0.5, "A frame without STATUS within this counts as unacknowledged (s).",
+              (0.01, 10.0), live=True),
+    ParamSpec("max_step_s", 0.1, "Longest time step the rate limiter honours; a stalled loop never jumps (s).",
+              (0.001, 1.0), live=True),
+    ParamSpec("safe_mode", "pose", "What 'safe' means: 'pose' (each servo at safe_flexion) or 'detach' "
+              "(the board stops the pulses; SG90s go limp).", live=True),
+    ParamSpec("safe_flexion", 0.0, "Flexion of the safe pose (0 = open hand, tendons slack).", (0.0, 1.0), live=True),
+    ParamSpec("us_per_degree", SG90_US_PER_DEGREE, "Pulse µs per degree of horn travel (SG90: 2000 µs / 180°), "
+              "converts max_speed_dps and deadband_deg.", (1.0, 50.0), live=True),
+    ParamSpec("dry_run", False, "No port: log the pulses that would be sent. Applies at configure."),
+    ParamSpec("diagnostics_period_s", 1.0, "Period of /diagnostics (also published on every link change) (s).",
+              (0.05, 60.0)),
+)
+
+
+def servo_params(name: str, channel: int) -> tuple[ParamSpec, ...]:
+    """The per-servo parameters of one finger (defaults: conservative SG90 range)."""
+    return (
+        ParamSpec(f"{name}.enabled", True, f"Drive the {name} servo. Applies at configure."),
+        ParamSpec(f"{name}.channel", channel, f"Board output channel of the {name} servo. Applies at configure.",
+                  (0, 15)),
+        ParamSpec(f"{name}.min_pulse_us", SG90_SAFE_MIN_US, f"{name}: pulse at the open end (µs). SG90 conservative "
+                  "1000, full range about 500 (check the linkage first).", (500, 2500), live=True),
+        ParamSpec(f"{name}.max_pulse_us", SG90_SAFE_MAX_US, f"{name}: pulse at the closed end (µs). SG90 conservative "
+                  "2000, full range about 2500.", (500, 2500), live=True),
+        ParamSpec(f"{name}.inverted", False, f"{name}: flexion 1 at min_pulse_us (servo mounted mirrored).", live=True),
+        ParamSpec(f"{name}.map_flexion", [0.0, 1.0], f"{name}: flexion breakpoints, strictly rising 0.0 … 1.0.",
+                  array_type=float, live=True),
+        ParamSpec(f"{name}.map_fraction", [0.0, 1.0], f"{name}: fraction of the pulse range at each breakpoint, "
+                  "non-decreasing in [0, 1].", array_type=float, live=True),
+        ParamSpec(f"{name}.max_speed_dps", 300.0, f"{name}: rate limit of the horn (degrees/s; SG90 no-load ≈ 600).",
+                  (1.0, 5000.0), live=True),
+        ParamSpec(f"{name}.deadband_deg", 1.0, f"{name}: target changes smaller than this are not sent (degrees).",
+                  (0.0, 45.0), live=True),
+    )
+
+
+PARAMS: tuple[ParamSpec, ...] = GLOBAL_PARAMS + tuple(
+    spec for i, f in enumerate(FINGER_NAMES) for spec in servo_params(f, i))
+PARAM_BY_NAME: dict[str, ParamSpec] = {s.name: s for s in PARAMS}
+
+
+@dataclass(frozen=True)
+class LinkSettings:
+    """Serial and loop settings that apply at configure."""
+
+    port: str
+    baud: int
+    write_timeout_s: float
+    connect_timeout_s: float
+    reconnect_min_s: float
+    reconnect_max_s: float
+    rate_hz: float
+    dry_run: bool
+    diagnostics_period_s: float
+
+
+def defaults() -> dict[str, Any]:
+    return {s.name: s.default for s in PARAMS}
+
+
+def build_config(values: Mapping[str, Any]) -> tuple[DriverConfig, LinkSettings]:
+    """Configs from parameter values (missing names take their defaults). Raises
+    DriverConfigError naming the offending parameter(s)."""
+    v = {**defaults(), **values}
+    servos = []
+    for name in FINGER_NAMES:
+        if not v[f"{name}.enabled"]:
+            continue
+        try:
+            cal = ServoCalibration(
+                name=name, channel=int(v[f"{name}.channel"]), min_us=int(v[f"{name}.min_pulse_us"]),
+                max_us=int(v[f"{name}.max_pulse_us"]), inverted=bool(v[f"{name}.inverted"]),
+                map_flexion=tuple(v[f"{name}.map_flexion"]), map_fraction=tuple(v[f"{name}.map_fraction"]))
+            servos.append(ServoSettings(cal, float(v[f"{name}.max_speed_dps"]), float(v[f"{name}.deadband_deg"])))
+        except CalibrationError as exc:
+            raise DriverConfigError(str(exc)) from exc
+    cfg = DriverConfig(
+        servos=tuple(servos), us_per_degree=float(v["us_per_degree"]), command_timeout_s=float(v["command_timeout_s"]),
+        heartbeat_period_s=float(v["heartbeat_period_s"]), safe_mode=str(v["safe_mode"]),
+        safe_flexion=float(v["safe_flexion"]), ack_timeout_s=float(v["ack_timeout_s"]),
+        max_step_s=float(v["max_step_s"]))
+    if float(v["reconnect_min_s"]) > float(v["reconnect_max_s"]):
+        raise DriverConfigError(f"reconnect_min_s {v['reconnect_min_s']} > reconnect_max_s {v['reconnect_max_s']}")
+    if not str(v["port"]) and not v["dry_run"]:
+        raise DriverConfigError("port is empty (set it, or dry_run: true)")
+    link = LinkSettings(
+        port=str(v["port"]), baud=int(v["baud"]), write_timeout_s=float(v["write_timeout_s"]),
+        connect_timeout_s=float(v["connect_timeout_s"]), reconnect_min_s=float(v["reconnect_min_s"]),
+        reconnect_max_s=float(v["reconnect_max_s"]), rate_hz=float(v["rate_hz"]), dry_run=bool(v["dry_run"]),
+        diagnostics_period_s=float(v["diagnostics_period_s"]))
+    return cfg, link

@@ -1,0 +1,353 @@
+"""The servo_driver node (its own process) against the simulated board (its own process), through
+ROS topics, the lifecycle and parameter services, and the pty.
+
+One driver + one board for the module; the tests run in order and each states what it starts
+from. Board-side facts come from the board's pulse log (CLOCK_MONOTONIC stamps, comparable with
+this process), driver-side facts from /diagnostics.
+"""
+
+import math
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+import yaml
+from diagnostic_msgs.msg import DiagnosticArray
+from hand_servo_driver.sim_board import SimBoardProcess
+from hand_tracking.testing import NodeProcess, RosProbe, wait_until
+from rcl_interfaces.srv import ListParameters
+from sensor_msgs.msg import JointState
+
+from hand_servo_driver import protocol as p
+from hand_tracking import contract
+
+NODE = contract.SERVO_DRIVER_NODE
+PKG_YAML = os.path.join(os.path.dirname(__file__), "..", "config", "servo_driver.yaml")
+RATE_DPS = 180.0
+US_PER_DEG = 2000.0 / 180.0
+RATE_US = RATE_DPS * US_PER_DEG  # 2000 µs/s
+DEADBAND_DEG = 2.0  # 22 µs
+COMMAND_TIMEOUT = 0.5
+TARGET = [0.0, 0.25, 0.5, 0.75, 1.0]
+TARGET_US = [1000, 1250, 1500, 1750, 2000]
+SAFE_US = [1000] * 5
+OK, WARN, ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus levels
+
+
+def flatten(d, prefix=""):
+    out = {}
+    for k, v in d.items():
+        out.update(flatten(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+    return out
+
+
+class Rig:
+    def __init__(self, workdir: str):
+        self.board = SimBoardProcess(workdir, "--watchdog-ms", "500", "--seed", "3")
+        with open(PKG_YAML) as f:
+            doc = yaml.safe_load(f)
+        params = doc[NODE]["ros__parameters"]
+        params.update(port=self.board.link, diagnostics_period_s=0.2, command_timeout_s=COMMAND_TIMEOUT)
+        for name in contract.FINGER_NAMES:
+            params[name].update(max_speed_dps=RATE_DPS, deadband_deg=DEADBAND_DEG)
+        self.params_file = os.path.join(workdir, "servo_driver.yaml")
+        with open(self.params_file, "w") as f:
+            yaml.safe_dump(doc, f)
+        self.node = NodeProcess.module("hand_servo_driver.driver_node", "--ros-args", "--params-file",
+                                       self.params_file, log_path=os.path.join(workdir, "servo_driver.log"))
+        self.probe = RosProbe("servo_driver_test_probe")
+        self.diags = self.probe.collect(DiagnosticArray, contract.TOPIC_DIAGNOSTICS)
+        self.pub = self.probe.publisher(JointState, contract.TOPIC_TARGET_FLEXIONS, contract.qos(contract.LATEST))
+        self._streaming: threading.Thread | None = None
+        self._stop_stream = threading.Event()
+
+    def close(self):
+        self.stop_stream()
+        self.probe.close()
+        code = self.node.stop()
+        self.board.stop()
+        return code
+
+    # --- commands --------------------------------------------------------------------------------
+    def publish(self, values, names=contract.FINGER_NAMES):
+        self.pub.publish(JointState(name=list(names), position=[float(v) for v in values]))
+
+    def stream(self, values, seconds, hz=30.0):
+        """Publish ``values`` (a list, or a function of elapsed time) for ``seconds``; returns the
+        time of the last publish."""
+        t0 = last = time.monotonic()
+        while (el := time.monotonic() - t0) < seconds:
+            self.publish(values(el) if callable(values) else values)
+            last = time.monotonic()
+            time.sleep(1.0 / hz)
+        return last
+
+    def start_stream(self, values, hz=30.0):
+        self._stop_stream.clear()
+
+        def loop():
+            while not self._stop_stream.is_set():
+                self.publish(values)
+                time.sleep(1.0 / hz)
+        self._streaming = threading.Thread(target=loop, daemon=True)
+        self._streaming.start()
+
+    def stop_stream(self):
+        if self._streaming is not None:
+            self._stop_stream.set()
+            self._streaming.join(2)
+            self._streaming = None
+
+    # --- observations ------------------------------------------------------------------------------
+    def frames(self, since: float = 0.0, msg: str | None = None):
+        return [r for r in self.board.records("frame") if r["mono"] >= since and (msg is None or r["msg"] == msg)]
+
+    def outputs(self):
+        recs = [r for r in self.board.records() if r["event"] in ("frame", "watchdog", "plug")]
+        return recs[-1].get("outputs") if recs else None
+
+    def diag(self) -> tuple[int, str, dict[str, str]]:
+        s = self.diags[-1].status[0]
+        return s.level[0] if isinstance(s.level, bytes) else s.level, s.message, {kv.key: kv.value for kv in s.values}
+
+    def wait_diag(self, pred, timeout=5.0, what="diagnostics"):
+        wait_until(lambda: bool(self.diags) and pred(*self.diag()), timeout, what)
+        return self.diag()
+
+    def wait_outputs(self, want, timeout=5.0):
+        wait_until(lambda: self.outputs() == want, timeout, f"board outputs {want} (now {self.outputs()})")
+
+
+@pytest.fixture(scope="module")
+def rig(tmp_path_factory):
+    r = Rig(str(tmp_path_factory.mktemp("servo_driver")))
+    yield r
+    code = r.close()
+    assert code == 0, r.node.output()[-3000:]
+
+
+def test_every_yaml_key_is_declared_by_the_running_node(rig):
+    res = rig.probe.call(ListParameters, f"/{NODE}/list_parameters", ListParameters.Request(), timeout=20)
+    declared = set(res.result.names)
+    with open(PKG_YAML) as f:
+        keys = set(flatten(yaml.safe_load(f)[NODE]["ros__parameters"]))
+    assert keys - declared == set()
+    got = rig.probe.get_parameters(NODE, ["port", "thumb.max_speed_dps", "pinky.channel"])
+    assert got == {"port": rig.board.link, "thumb.max_speed_dps": RATE_DPS, "pinky.channel": 4}
+
+
+def test_configure_opens_the_port_and_nothing_moves_before_activation(rig):
+    assert rig.probe.change_state(NODE, "configure")
+    rig.probe.wait_for_subscribers(rig.pub)
+    t0 = time.monotonic()
+    rig.stream(TARGET, 0.6)
+    level, msg, v = rig.wait_diag(lambda lvl, m, v: int(v["commands_inactive"]) > 0 and int(v["frames_acked"]) > 2)
+    assert level == OK and v["lifecycle"] == "inactive" and v["link"] == "up"
+    assert rig.frames(t0, "set_pulses") == []
+    assert len(rig.frames(t0, "heartbeat")) >= 4  # the link is supervised, the servos stay detached
+    assert rig.outputs() == [None] * 5
+
+
+def test_flexions_in_expected_pulses_out_rate_limited(rig):
+    assert rig.probe.change_state(NODE, "activate")
+    t0 = time.monotonic()
+    rig.stream(TARGET, 1.3)
+    rig.wait_outputs(TARGET_US)
+    frames = rig.frames(t0, "set_pulses")
+    pinky = [(r["mono"], r["outputs"][4]) for r in frames]
+    assert frames[0]["outputs"] == SAFE_US  # attached at the safe pose, then ramped
+    t_first = pinky[0][0]
+    t_done = next(t for t, us in pinky if us == 2000)
+    ramp = t_done - t_first
+    # 1000 µs at 2000 µs/s: 0.5 s. An unlimited driver would get there in one frame.
+    assert 0.45 <= ramp <= 0.8, f"ramp took {ramp:.3f} s"
+    slopes = []
+    for i in range(len(pinky)):
+        for j in range(i + 1, len(pinky)):
+            dt = pinky[j][0] - pinky[i][0]
+            if dt >= 0.1:
+                slopes.append(abs(pinky[j][1] - pinky[i][1]) / dt)
+                assert abs(pinky[j][1] - pinky[i][1]) <= RATE_US * (dt + 0.05) + 1
+    steps = np.abs(np.diff([us for _, us in pinky]))
+    assert steps.max() <= RATE_US * 0.1 + 1  # max_step_s caps a late tick
+    print(f"\nramp 1000→2000 µs in {ramp:.3f} s ({len(pinky)} frames), max slope over ≥0.1 s "
+          f"{max(slopes):.0f} µs/s (limit {RATE_US:.0f}), max step {steps.max()} µs")
+    level, msg, v = rig.wait_diag(lambda lvl, m, v: v["last_pulses_us"] == "1000 1250 1500 1750 2000")
+    assert level == OK and v["lifecycle"] == "active"
+
+
+def test_deadband_suppresses_repeats(rig):
+    rig.stream(TARGET, 0.3)
+    t0 = time.monotonic()
+    rng = np.random.default_rng(0)
+    # ±1 % flexion = ±10 µs of jitter, inside the 22 µs deadband
+    rig.stream(lambda el: np.clip(np.array(TARGET) + rng.uniform(-0.01, 0.01, 5), 0, 1), 1.0)
+    t1 = time.monotonic()
+    assert rig.frames(t0, "set_pulses") == []
+    assert len(rig.frames(t0, "heartbeat")) >= 7  # 0.1 s heartbeats keep the watchdog fed
+    assert rig.outputs() == TARGET_US
+    moved = [0.0, 0.30, 0.5, 0.75, 1.0]  # +50 µs on index: beyond the deadband
+    rig.stream(moved, 0.4)
+    rig.wait_outputs([1000, 1300, 1500, 1750, 2000])
+    assert 1 <= len(rig.frames(t1, "set_pulses")) <= 3
+    print(f"\ndeadband: 0 SET_PULSES for 1.0 s of ±10 µs jitter at 30 Hz, "
+          f"{len(rig.frames(t0, 'heartbeat'))} heartbeats")
+
+
+def test_invalid_flexions_are_ignored_with_a_log(rig):
+    rig.stream(TARGET, 0.4)
+    rig.wait_outputs(TARGET_US)
+    _, _, v0 = rig.diag()
+    t0 = time.monotonic()
+    for values, names in (([math.nan, 0.5, 0.5, 0.5, 0.5], contract.FINGER_NAMES),
+                          ([1.5, 0.5, 0.5, 0.5, 0.5], contract.FINGER_NAMES),
+                          ([0.5, 0.5, 0.5, 0.5], contract.FINGER_NAMES[:4]),
+                          ([0.5] * 5, ["thumb", "index", "middle", "ring", "little"])):
+        rig.publish(values, names)
+        time.sleep(0.05)  # LATEST QoS keeps only the newest message: give each its turn
+    rig.stream(TARGET, 0.3)
+    _, _, v = rig.wait_diag(lambda lvl, m, v: int(v["commands_ignored"]) >= int(v0["commands_ignored"]) + 4)
+    assert "non-finite" in v["last_ignored"] or "unknown names" in v["last_ignored"] or "missing" in v["last_ignored"]
+    assert rig.frames(t0, "set_pulses") == [] and rig.outputs() == TARGET_US
+    assert "ignored /hand/target_flexions" in rig.node.output()
+    # live parameter changes: validated, refused with the reason
+    res = rig.probe.set_parameters(NODE, **{"index.min_pulse_us": 2100})
+    assert not res[0].successful and "index" in res[0].reason
+    assert rig.probe.set_parameters(NODE, **{"index.deadband_deg": 2.5})[0].successful
+
+
+def test_stale_command_goes_to_the_safe_pose_within_the_timeout(rig):
+    t_last = rig.stream([0.6] * 5, 0.8)
+    wait_until(lambda: rig.outputs() == SAFE_US, 3.0, "safe pose after the commands stop")
+    safe = [r for r in rig.frames(t_last - 0.05, "set_pulses") if r["outputs"] == SAFE_US]
+    dt = safe[0]["mono"] - t_last
+    print(f"\nstale: safe pose on the board {dt * 1000:.0f} ms after the last command "
+          f"(command_timeout {COMMAND_TIMEOUT * 1000:.0f} ms)")
+    assert COMMAND_TIMEOUT - 0.05 <= dt <= COMMAND_TIMEOUT + 0.1
+    level, msg, v = rig.wait_diag(lambda lvl, m, v: v["stale"] == "True")
+    assert level == WARN and "safe pose" in msg
+    time.sleep(0.7)
+    assert len([r for r in rig.frames(t_last, "set_pulses")]) == len(safe)  # sent once, then heartbeats
+    assert rig.board.records("watchdog") == []  # the board's own watchdog never had to act
+
+
+def test_corrupted_frames_on_the_wire_are_rejected_counted_and_never_applied(rig):
+    before = rig.board.stats()
+    rig.board.control("flip 3")
+    rig.board.control("truncate 3")
+    t0 = time.monotonic()
+    # a moving command so that SET_PULSES frames flow
+    rig.stream(lambda el: [0.5 + 0.4 * math.sin(2 * math.pi * el + k) for k in range(5)], 1.5)
+    st = wait_until(lambda: len(rig.board.stats()["injected"]) == 6, 5.0, "6 injected faults") or rig.board.stats()
+    # the test injects its own garbage too: line noise and a corrupted frame asking for 1234 µs
+    fd = os.open(rig.board.link, os.O_WRONLY | os.O_NOCTTY)
+    try:
+        poison = bytearray(p.encode_set_pulses(60000, [(c, 1234) for c in range(5)]))
+        poison[10] ^= 0x04
+        os.write(fd, bytes(range(0x20, 0x60)) + bytes(poison))
+    finally:
+        os.close(fd)
+    rig.stream(TARGET, 1.0)
+    rig.wait_outputs(TARGET_US)
+    st = rig.board.stats()
+    bad = {i["seq"] for i in st["injected"]}
+    frames = rig.frames(t0)
+    applied = {r["seq"] for r in frames}
+    assert len(bad) == 6 and bad.isdisjoint(applied)
+    assert 60000 not in applied and all(r["outputs"] != [1234] * 5 for r in frames)
+    # the next intact frame after each corrupted one got through (the parser re-scans: a torn
+    # frame never takes a good one with it)
+    for s in bad:
+        n = (s + 1) & 0xFFFF
+        while n in bad:
+            n = (n + 1) & 0xFFFF
+        assert n in applied, f"frame {n} after corrupted {s} lost"
+    rejected = {k: st["totals"][k] - before["totals"][k]
+                for k in ("crc_errors", "length_errors", "timeouts", "garbage_bytes")}
+    assert rejected["crc_errors"] + rejected["length_errors"] + rejected["timeouts"] >= 6
+    assert rejected["garbage_bytes"] >= 0x40
+    level, msg, v = rig.wait_diag(lambda lvl, m, v: int(v["frames_unacked"]) >= 6)
+    assert rig.node.alive() and level == OK
+    assert int(v["board_crc_errors"]) >= 1 and int(v["board_rejected_total"]) >= 6
+    print(f"\ncorruption: injected {sorted(i['kind'] for i in st['injected'])}, board rejected {rejected}, "
+          f"driver frames_unacked={v['frames_unacked']} resends={v['resends']}, final pose exact")
+
+
+def test_unplug_survives_with_error_and_reconnects(rig):
+    rig.start_stream(TARGET)
+    try:
+        rig.wait_outputs(TARGET_US)
+        rig.board.control("unplug")
+        t_unplug = time.monotonic()
+        level, msg, v = rig.wait_diag(lambda lvl, m, v: lvl == ERROR, 3.0, "diagnostics ERROR")
+        t_error = time.monotonic()
+        assert "serial link down" in msg and v["link"] == "down"
+        time.sleep(1.0)
+        assert rig.node.alive() and rig.probe.get_state(NODE) == "active"
+        rig.board.control("plug")
+        t_plug = time.monotonic()
+        level, msg, v = rig.wait_diag(lambda lvl, m, v: lvl == OK and v["link"] == "up", 5.0,
+                                      "diagnostics OK again")
+        rig.wait_outputs(TARGET_US, 5.0)
+        after = rig.frames(t_plug, "set_pulses")
+    finally:
+        rig.stop_stream()
+    assert int(v["reconnects"]) >= 1
+    # the rebooted board is detached: the driver attaches at the safe pose and ramps again
+    assert after[0]["outputs"] == SAFE_US and after[-1]["outputs"] == TARGET_US
+    print(f"\nunplug: diagnostics ERROR after {t_error - t_unplug:.2f} s; first frame on the replugged "
+          f"board {after[0]['mono'] - t_plug:.2f} s after plug, target again after "
+          f"{after[-1]['mono'] - t_plug:.2f} s")
+
+
+def test_deactivate_sends_the_safe_pose_and_shutdown_from_active_too(rig):
+    rig.stream(TARGET, 0.8)
+    rig.wait_outputs(TARGET_US)
+    assert rig.probe.change_state(NODE, "deactivate")
+    rig.wait_outputs(SAFE_US, 2.0)
+    t0 = time.monotonic()
+    rig.stream(TARGET, 0.4)
+    assert rig.frames(t0, "set_pulses") == []
+    assert rig.probe.change_state(NODE, "cleanup")
+    assert rig.probe.get_state(NODE) == "unconfigured"
+    assert rig.probe.change_state(NODE, "configure") and rig.probe.change_state(NODE, "activate")
+    rig.probe.wait_for_subscribers(rig.pub)
+    rig.stream(TARGET, 0.8)
+    rig.wait_outputs(TARGET_US)
+    t_stop = time.monotonic()
+    assert rig.node.stop() == 0  # SIGINT: lifecycle shutdown from active
+    last = rig.frames(t_stop)
+    assert last and last[-1]["outputs"] == SAFE_US and last[-1]["msg"] == "set_pulses"
+    assert "shutdown: safe pose sent" in rig.node.output()
+
+
+def test_dry_run_without_a_port_and_configure_failure(tmp_path):
+    missing = str(tmp_path / "no_such_board")
+    node = NodeProcess.module("hand_servo_driver.driver_node", "--ros-args", "--params-file", PKG_YAML,
+                              "-p", f"port:={missing}", "-p", "connect_timeout_s:=0.3",
+                              log_path=str(tmp_path / "dry.log"))
+    probe = RosProbe("servo_driver_dry_probe")
+    try:
+        assert not probe.change_state(NODE, "configure")
+        assert node.alive() and probe.get_state(NODE) == "unconfigured"
+        assert f"cannot open {missing}" in node.output()
+        assert probe.set_parameters(NODE, dry_run=True)[0].successful
+        assert probe.change_state(NODE, "configure") and probe.change_state(NODE, "activate")
+        pub = probe.publisher(JointState, contract.TOPIC_TARGET_FLEXIONS, contract.qos(contract.LATEST))
+        probe.wait_for_subscribers(pub)
+        end = time.monotonic() + 1.2
+        while time.monotonic() < end:
+            pub.publish(JointState(name=list(contract.FINGER_NAMES), position=[1.0] * 5))
+            time.sleep(0.03)
+        wait_until(lambda: "ch4=2000us" in node.output(), 3.0, "dry run log of the target pulses")
+        assert "dry run: would send SET_PULSES" in node.output()
+        ramp = [line for line in node.output().splitlines() if "dry run: would send SET_PULSES" in line]
+        assert ramp[-1].endswith("ch0=2000us ch1=2000us ch2=2000us ch3=2000us ch4=2000us")
+        assert probe.change_state(NODE, "deactivate")
+        wait_until(lambda: "ch0=1000us ch1=1000us ch2=1000us ch3=1000us ch4=1000us" in node.output(), 3.0,
+                   "safe pose in the dry-run log")
+    finally:
+        probe.close()
+        assert node.stop() == 0

@@ -1,0 +1,75 @@
+"""The parameter table, the YAML file and the config builder agree."""
+
+import os
+
+import pytest
+import yaml
+from hand_servo_driver.core import DriverConfigError
+from hand_servo_driver.parameters import PARAM_BY_NAME, PARAMS, build_config, defaults
+from hand_tracking.contract import FINGER_NAMES, SERVO_DRIVER_NODE
+
+YAML = os.path.join(os.path.dirname(__file__), "..", "config", "servo_driver.yaml")
+
+
+def flatten(d, prefix=""):
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def yaml_params():
+    with open(YAML) as f:
+        doc = yaml.safe_load(f)
+    assert list(doc) == [SERVO_DRIVER_NODE]
+    return flatten(doc[SERVO_DRIVER_NODE]["ros__parameters"])
+
+
+def test_every_yaml_key_is_declared_with_the_declared_type():
+    values = yaml_params()
+    unknown = sorted(set(values) - set(PARAM_BY_NAME))
+    assert unknown == []
+    for name, v in values.items():
+        default = PARAM_BY_NAME[name].default
+        assert type(v) is type(default), f"{name}: YAML {type(v).__name__}, declared {type(default).__name__}"
+        if isinstance(v, list):
+            assert all(isinstance(x, float) for x in v), f"{name}: write floats (0.0, 1.0)"
+
+
+def test_yaml_builds_a_valid_config_matching_the_defaults():
+    cfg, link = build_config(yaml_params())
+    assert cfg.names == FINGER_NAMES and cfg.channels == (0, 1, 2, 3, 4)
+    assert link.baud == 115200 and not link.dry_run
+    assert cfg.safe_pulses().tolist() == [1000.0] * 5
+    d_cfg, _ = build_config(defaults())
+    assert d_cfg.rates_us() == pytest.approx(cfg.rates_us(), rel=1e-4)
+
+
+def test_every_parameter_has_a_description_and_numbers_have_ranges():
+    for s in PARAMS:
+        assert len(s.description) > 15, s.name
+        if type(s.default) in (int, float):
+            assert s.range is not None, s.name
+            assert s.range[0] <= s.default <= s.range[1], s.name
+
+
+@pytest.mark.parametrize("changes, match", [
+    ({"index.min_pulse_us": 2100}, "index: need 500 <= min_us"),
+    ({"ring.channel": 1}, "ring and index both use channel 1"),
+    ({"safe_mode": "off"}, "safe_mode"),
+    ({"pinky.map_flexion": [0.0, 0.5, 1.0]}, "pinky: map_flexion"),
+    ({"reconnect_min_s": 5.0}, "reconnect_min_s"),
+    ({"port": "", "dry_run": False}, "port is empty"),
+    ({f"{n}.enabled": False for n in FINGER_NAMES}, "no servo enabled"),
+])
+def test_bad_values_are_refused_with_the_parameter_name(changes, match):
+    with pytest.raises(DriverConfigError, match=match):
+        build_config(changes)
+
+
+def test_disabled_servo_is_left_out():
+    cfg, _ = build_config({"thumb.enabled": False, "index.channel": 0, "middle.channel": 7})
+    assert cfg.names == FINGER_NAMES[1:] and cfg.channels == (0, 7, 3, 4)
