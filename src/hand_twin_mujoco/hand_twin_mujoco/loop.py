@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -33,6 +34,7 @@ class LoopStats:
     real_time_factor: float  # over the pacer window (≈ 1 when keeping up)
     real_time_factor_total: float  # since start
     max_lag: float  # worst wall − sim lag seen before stepping caught up
+    lag_p99: float  # 99th percentile of that lag over the last ~4 s of stepping
     dropped_time: float  # catch-up dropped because physics fell > max_lag behind
     busy_fraction: float  # share of wall time spent inside mj_step
     command_age: float  # age of the newest command (inf: none yet)
@@ -71,6 +73,7 @@ class PhysicsLoop:
         self._next_viewer = -math.inf
         self._busy = 0.0
         self._max_lag = 0.0
+        self._lags: deque[float] = deque(maxlen=2000)
         self._last_reset_reason: str | None = None
         self._decision: Decision | None = None
         self._commands = 0
@@ -96,7 +99,7 @@ class PhysicsLoop:
         """Apply the watchdog's decision, step what is due, publish/sync if due. Returns steps."""
         with self.lock:
             decision = self.watchdog.decide(now)
-            self.sim.set_flexions(decision.flexions)
+            self.sim.set_flexions(decision.flexions, urgent=decision.state is not WatchdogState.OK)
             self._decision = decision
             lag = (now - (self.pacer.start if self.pacer.start is not None else now)
                    - self.pacer.dropped_time) - self.pacer.steps * self.pacer.dt
@@ -107,6 +110,7 @@ class PhysicsLoop:
             self.pacer.done(n, now)
             if n:
                 self._max_lag = max(self._max_lag, lag)
+                self._lags.append(lag)
             if reason is not None:
                 self._last_reset_reason = f"{reason} at sim time {self.sim.time:.3f} s"
             sample = None
@@ -142,6 +146,7 @@ class PhysicsLoop:
         self.pacer.begin(self.clock())
         self._busy = 0.0
         self._max_lag = 0.0
+        self._lags.clear()
         self._thread = threading.Thread(target=self._run, name="twin_physics", daemon=True)
         self._thread.start()
 
@@ -172,8 +177,9 @@ class PhysicsLoop:
             wall = (now - self.pacer.start) if self.pacer.start is not None else 0.0
             return LoopStats(
                 real_time_factor=self.pacer.real_time_factor(),
-                real_time_factor_total=self.pacer.total_real_time_factor(now),
+                real_time_factor_total=self.pacer.total_real_time_factor(),
                 max_lag=self._max_lag,
+                lag_p99=float(np.percentile(self._lags, 99)) if self._lags else float("nan"),
                 dropped_time=self.pacer.dropped_time,
                 busy_fraction=self._busy / wall if wall > 0 else float("nan"),
                 command_age=self.watchdog.age(now),

@@ -321,6 +321,7 @@ class TwinNode(SafeLifecycleNode):
             "real_time_factor": fmt(st.real_time_factor),
             "real_time_factor_total": fmt(st.real_time_factor_total),
             "max_lag_ms": fmt(st.max_lag * 1e3),
+            "lag_p99_ms": fmt(st.lag_p99 * 1e3),
             "dropped_time_s": fmt(st.dropped_time),
             "physics_busy_fraction": fmt(st.busy_fraction),
             "command_age_s": fmt(st.command_age),

@@ -161,8 +161,9 @@ class RealTimePacer:
         (w0, s0), (w1, s1) = self._samples[0], self._samples[-1]
         return (s1 - s0) / (w1 - w0) if w1 > w0 else float("nan")
 
-    def total_real_time_factor(self, now: float) -> float:
-        """Simulated / wall time since ``begin`` (dropped catch-up counts as lost)."""
-        if self.start is None or now <= self.start:
+    def total_real_time_factor(self) -> float:
+        """Simulated / wall time from ``begin`` to the last completed steps (dropped catch-up counts
+        as lost). ≥ 1 exactly when the physics never fell behind the wall clock."""
+        if self.start is None or not self._samples or self._samples[-1][0] <= self.start:
             return float("nan")
-        return self.steps * self.dt / (now - self.start)
+        return self.steps * self.dt / (self._samples[-1][0] - self.start)

@@ -1,8 +1,9 @@
 """A small stand-in for hand_description's scene, with the agreed names (test fixture only).
 
 Five 3-hinge digits on a box palm; per digit a palmar spatial ``{finger}_flexor`` tendon through
-sites on both sides of every joint, a dorsal ``{finger}_extensor`` spring tendon, and a pull-only
-MuJoCo position actuator ``{finger}_flexor`` on the flexor (ctrl = tendon length target, m).
+sites on both sides of every joint, a dorsal ``{finger}_extensor`` spring tendon (30 N/m) plus
+joint return springs (0.03 N·m/rad), and a pull-only MuJoCo position actuator ``{finger}_flexor``
+on the flexor (ctrl = tendon length target, m; kp deliberately wrong, the twin sizes it).
 Joint ranges 0 (open) .. upper (closed), positive = flexion; keyframe ``open``; camera ``front``.
 Dimensions are gram-scale human-finger sizes. The twin's tests use it to exercise contract
 checks on a model they can mutate, independent of the real description.

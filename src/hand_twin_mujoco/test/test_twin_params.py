@@ -61,3 +61,9 @@ def test_live_change_rules():
     assert check_change("render_rate", 0.0, configured=True, renderer_exists=False) is None
     assert check_change("render_rate", 10.0, configured=True, renderer_exists=True) is None
     assert check_change("not_ours", 1, configured=True, renderer_exists=True) is None  # e.g. use_sim_time
+
+
+def test_readme_documents_every_parameter():
+    readme = (CONFIG.parent.parent / "README.md").read_text()
+    missing = [p.name for p in PARAMS if f"`{p.name}`" not in readme]
+    assert not missing, missing

@@ -1,0 +1,274 @@
+"""The hand_twin node as a separate process, driven like ``ros2 lifecycle set`` / ``ros2 param set``,
+on hand_description's model.
+
+Proves: every key of config/twin.yaml is declared; a missing model fails configure with the
+reason and the node stays usable; published flexions are followed (joint states match the pure
+simulation of the same model); malformed commands are rejected and never applied; when commands
+stop, the hand is at the safe pose within command_timeout + 100 ms; /diagnostics reports the
+real-time factor, command age and watchdog state; live parameters are validated; rendering
+publishes images and records frames with the applied command's stamp; lifecycle to finalized.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import pathlib
+import threading
+import time
+
+import numpy as np
+import pytest
+import yaml
+from diagnostic_msgs.msg import DiagnosticArray
+from fixture_hand import real_scene
+from hand_tracking.testing import NodeProcess, RosProbe, wait_until
+from rcl_interfaces.srv import ListParameters
+from sensor_msgs.msg import Image, JointState
+
+from hand_tracking import contract
+
+HERE = pathlib.Path(__file__).resolve().parent
+CONFIG = HERE.parent / "config" / "twin.yaml"
+NODE = contract.TWIN_NODE
+OPEN_TOL = math.radians(3.0)  # "at the safe pose": every joint within 3° of it
+
+
+@pytest.fixture(scope="module")
+def scene() -> str:
+    path = real_scene()
+    if path is None:
+        pytest.fail("hand_description's mjcf/scene.xml is missing: the node tests run on the real model")
+    return path
+
+
+@pytest.fixture(scope="module")
+def probe():
+    p = RosProbe("twin_test_probe")
+    yield p
+    p.close()
+
+
+@pytest.fixture
+def start(tmp_path, scene):
+    procs: list[NodeProcess] = []
+
+    def _start(**params) -> NodeProcess:
+        overrides = tmp_path / f"override{len(procs)}.yaml"
+        overrides.write_text(yaml.safe_dump({NODE: {"ros__parameters": params}}))
+        proc = NodeProcess.module("hand_twin_mujoco.twin_node", "--ros-args", "--params-file", str(CONFIG),
+                                  "--params-file", str(overrides), log_path=str(tmp_path / f"twin{len(procs)}.log"))
+        procs.append(proc)
+        return proc
+
+    yield _start
+    for p in procs:
+        p.stop()
+
+
+def stamp_s(msg) -> float:
+    return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+
+
+class Commander:
+    """Publishes /hand/target_flexions at 30 Hz from a thread, like the tracker."""
+
+    def __init__(self, probe: RosProbe):
+        self.probe = probe
+        self.pub = probe.publisher(JointState, contract.TOPIC_TARGET_FLEXIONS, contract.qos(contract.STREAM))
+        self.values = None
+        self.names = list(contract.FINGER_NAMES)
+        self.last_sent = None  # wall time of the last message
+        self.stamps: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.wait(1 / 30):
+            if self.values is None:
+                continue
+            m = JointState()
+            m.header.stamp = self.probe.node.get_clock().now().to_msg()
+            m.name = list(self.names)
+            m.position = [float(v) for v in self.values]
+            self.pub.publish(m)
+            self.last_sent = time.time()
+            self.stamps.append(stamp_s(m))
+
+    def send(self, values, names=None):
+        self.names = list(names or contract.FINGER_NAMES)
+        self.values = values
+
+    def pause(self) -> float:
+        """Stop publishing; returns the wall time of the last message sent."""
+        self.values = None
+        time.sleep(0.05)
+        return self.last_sent
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(1)
+
+
+def expected_angles(scene: str, flexion: float, seconds: float) -> np.ndarray:
+    """Joint angles of the pure simulation of the same model after ``seconds`` at ``flexion``."""
+    from hand_twin_mujoco.sim import build_twin
+
+    sim = build_twin(scene).sim()
+    sim.set_flexions(np.full(5, flexion))
+    sim.step(int(round(seconds / sim.hand.timestep)))
+    return sim.state().position
+
+
+def test_twin_node_follows_times_out_and_reports(probe, start, scene):
+    # every YAML key is declared by the node
+    proc = start(model_path="/nonexistent/scene.xml", render_rate=0.0, command_timeout=0.5)
+    listed = probe.call(ListParameters, f"/{NODE}/list_parameters", ListParameters.Request())
+    declared = set(listed.result.names)
+    yaml_keys = set(yaml.safe_load(CONFIG.read_text())[NODE]["ros__parameters"])
+    assert yaml_keys <= declared, yaml_keys - declared
+
+    # a model that is not there: configure fails with the reason, the node stays usable
+    assert probe.change_state(NODE, "configure") is False
+    wait_until(lambda: "/nonexistent/scene.xml does not exist" in proc.output(), 5, "configure failure log")
+    assert probe.get_state(NODE) == "unconfigured"
+    assert all(r.successful for r in probe.set_parameters(NODE, model_path=scene))
+
+    joints = probe.collect(JointState, contract.TOPIC_TWIN_JOINT_STATES, contract.qos(contract.STREAM))
+    tendons = probe.collect(JointState, "/hand_twin/tendons", contract.qos(contract.STREAM))
+    diags = probe.collect(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, contract.qos(contract.STREAM))
+    assert probe.change_state(NODE, "configure") is True
+    assert probe.change_state(NODE, "activate") is True
+    cmd = Commander(probe)
+    try:
+        probe.wait_for_subscribers(cmd.pub)
+        wait_until(lambda: len(joints) > 5, 10, "twin joint states")
+        js = joints[-1]
+        assert list(js.name) == list(contract.JOINT_NAMES)
+        assert np.max(np.abs(js.position)) < OPEN_TOL  # safe pose before any command
+        wait_until(lambda: any(d.status[0].values and dict((k.key, k.value) for k in d.status[0].values)
+                               .get("watchdog") == "waiting" for d in diags), 5, "waiting diagnostics")
+
+        # follow: 0.6 on every finger → the same angles as the pure simulation of this model
+        cmd.send([0.6] * 5)
+        time.sleep(1.2)
+        js = joints[-1]
+        want = expected_angles(scene, 0.6, 1.5)
+        np.testing.assert_allclose(js.position, want, atol=math.radians(1.5))
+        assert np.all(np.abs(js.velocity) < 0.2)
+        assert np.all(np.array(js.effort) > 0)  # the flexors hold every joint against its springs
+        ts = tendons[-1]
+        assert list(ts.name) == [f"{f}_flexor" for f in contract.FINGER_NAMES]
+        assert np.all(np.array(ts.effort) > 1.0)  # tension, N
+
+        # per-finger proportionality: thumb 0.2 ... pinky 1.0 → increasing mean curl
+        cmd.send([0.2, 0.4, 0.6, 0.8, 1.0])
+        time.sleep(0.8)
+        q = np.array(joints[-1].position).reshape(5, 3)
+        frac = q.mean(axis=1)
+        assert np.all(np.diff(frac[1:]) > 0.1), np.degrees(frac)
+
+        # malformed commands are rejected, never applied (they would open the hand)
+        held = np.array(joints[-1].position)
+        for names, values in ((None, [0.0, 0.0, math.nan, 0.0, 0.0]), (None, [0.0, 0.0, 0.0, 0.0, 1.5]),
+                              (["thumb", "index", "middle", "ring", "little"], [0.0] * 5), (None, [0.0] * 4)):
+            cmd.send(values, names)
+            time.sleep(0.1)
+        cmd.pause()
+        np.testing.assert_allclose(joints[-1].position, held, atol=math.radians(1.0))
+        wait_until(lambda: "rejected /hand/target_flexions message (not applied)" in proc.output(), 5, "reject log")
+        assert "non-finite flexion" in proc.output()
+
+        # stop publishing → safe pose (open) within command_timeout + 100 ms of the last command
+        cmd.send([0.6] * 5)
+        time.sleep(0.8)
+        assert np.min(joints[-1].position) > math.radians(10)
+        last = cmd.pause()
+        wait_until(lambda: joints and stamp_s(joints[-1]) > last + 1.0, 5, "joint states after the timeout")
+        after = [m for m in list(joints) if stamp_s(m) > last]
+        at_open = [stamp_s(m) for m in after if np.max(np.abs(m.position)) < OPEN_TOL]
+        assert at_open, "never reached the safe pose"
+        delay = at_open[0] - last
+        print(f"safe pose reached {delay * 1e3:.0f} ms after the last command (timeout 500 ms)")
+        assert 0.5 <= delay <= 0.6
+        assert all(np.max(np.abs(m.position)) < OPEN_TOL for m in after if stamp_s(m) >= at_open[0])
+        wait_until(lambda: "no flexion command for" in proc.output(), 3, "watchdog WARN")
+
+        # diagnostics: stale → WARN with real-time factor and command age
+        wait_until(lambda: diags and stamp_s(diags[-1]) > last + 1.0, 5, "diagnostics after the timeout")
+        status = diags[-1].status[0]
+        values = {k.key: k.value for k in status.values}
+        assert status.level == b"\x01" and status.name == "hand_twin: physics"
+        assert values["watchdog"] == "timed_out" and float(values["command_age_s"]) > 0.5
+        assert 0.95 <= float(values["real_time_factor"]) <= 1.05
+        assert float(values["real_time_factor_total"]) >= 0.99
+        assert int(values["commands_rejected"]) >= 4 and values["resets"] == "0"
+
+        # fresh commands resume
+        cmd.send([0.5] * 5)
+        time.sleep(0.6)
+        assert np.min(joints[-1].position) > math.radians(10)
+        wait_until(lambda: "fresh flexion commands" in proc.output(), 3, "resume log")
+        wait_until(lambda: any(d.status[0].level == b"\x00" for d in list(diags)), 3, "OK diagnostics")
+
+        # live parameters: validated, configure-time ones refused while configured
+        assert probe.set_parameters(NODE, command_timeout=0.2)[0].successful
+        res = probe.set_parameters(NODE, model_path="/x.xml")[0]
+        assert not res.successful and "configure time" in res.reason
+        res = probe.set_parameters(NODE, safe_flexions=[0.0, 0.0, 2.0, 0.0, 0.0])[0]
+        assert not res.successful and "[0, 1]" in res.reason
+        res = probe.set_parameters(NODE, render_rate=10.0)[0]
+        assert not res.successful and "no renderer" in res.reason
+        assert not probe.set_parameters(NODE, render_rate=45.0)[0].successful
+    finally:
+        cmd.close()
+
+    # the safe pose is configurable per finger, live (commands stopped above: the watchdog holds it)
+    assert probe.set_parameters(NODE, safe_flexions=[0.0, 0.5, 0.5, 0.0, 0.0])[0].successful
+    time.sleep(0.8)
+    q = np.array(joints[-1].position).reshape(5, 3)
+    assert np.all(q[1:3].mean(axis=1) > math.radians(20)) and np.all(np.abs(q[[0, 3, 4]]) < OPEN_TOL)
+
+    # lifecycle: deactivate stops the stream, cleanup and shutdown release everything
+    assert probe.change_state(NODE, "deactivate") is True
+    time.sleep(0.3)
+    n = len(joints)
+    time.sleep(0.5)
+    assert len(joints) == n
+    assert probe.change_state(NODE, "cleanup") is True
+    assert probe.get_state(NODE) == "unconfigured"
+    assert probe.change_state(NODE, "shutdown") is True
+    assert probe.get_state(NODE) == "finalized"
+    assert proc.stop() == 0
+
+
+def test_twin_node_renders_images_and_records_frames(probe, start, tmp_path):
+    rec = tmp_path / "frames"
+    proc = start(render_rate=10.0, image_width=320, image_height=240, record_dir=str(rec), record_format="jpg")
+    images = probe.collect(Image, contract.TOPIC_TWIN_IMAGE, contract.qos(contract.IMAGE))
+    assert probe.change_state(NODE, "configure") is True
+    assert probe.change_state(NODE, "activate") is True
+    cmd = Commander(probe)
+    try:
+        probe.wait_for_subscribers(cmd.pub)
+        cmd.send([0.7] * 5)
+        wait_until(lambda: len(images) >= 8, 15, "8 rendered images")
+    finally:
+        cmd.close()
+    img = images[-1]
+    assert (img.width, img.height, img.encoding, img.step) == (320, 240, "rgb8", 960)
+    pixels = np.frombuffer(bytes(img.data), np.uint8).reshape(240, 320, 3)
+    assert pixels.std() > 10
+    proc.stop()
+    rows = list(csv.DictReader(open(rec / "frames.csv")))
+    assert len(rows) >= 8
+    assert all((rec / r["file"]).is_file() for r in rows)
+    applied = [r for r in rows if r["watchdog"] == "ok"]
+    assert applied, rows[:3]
+    sent = set(round(s, 6) for s in cmd.stamps)
+    assert all(round(float(r["command_stamp"]), 6) in sent for r in applied)
+    # latency capture → applied is measurable: received after stamped, within a second
+    lat = [float(r["command_received"]) - float(r["command_stamp"]) for r in applied]
+    assert all(0.0 <= x < 1.0 for x in lat), lat
+    assert all(float(r["index"]) == pytest.approx(0.7) for r in applied)
