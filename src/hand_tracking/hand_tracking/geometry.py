@@ -36,7 +36,6 @@ Angles use ``atan2(|u x v|, u . v)``, which needs no arccos domain clamp and sta
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -304,7 +303,3 @@ def random_rotation(rng: np.random.Generator) -> np.ndarray:
         q[:, 0] = -q[:, 0]
     return q
 
-
-def curls_to_dict(values: Sequence[float]) -> dict[str, float]:
-    """(5,) per-digit values → {finger name: value}."""
-    return dict(zip(FINGER_NAMES, (float(v) for v in values)))

@@ -388,7 +388,8 @@ class PrefetchSource:
         self.fps = source.fps
         self.dropped = 0
         self._q: queue.Queue = queue.Queue(maxsize=max(1, depth))
-        self._drop_old = drop_old
+        #: May be changed while running (the node follows its ``realtime`` parameter).
+        self.drop_old = drop_old
         self._reopen = reopen
         self._retry = retry_period
         self._stop = threading.Event()
@@ -398,7 +399,7 @@ class PrefetchSource:
 
     def _put(self, item) -> bool:
         while not self._stop.is_set():
-            if self._drop_old and not isinstance(item, Exception) and item is not _END:
+            if self.drop_old and not isinstance(item, Exception) and item is not _END:
                 with self._lock:
                     if self._q.full():
                         try:

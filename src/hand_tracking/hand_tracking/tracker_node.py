@@ -304,11 +304,13 @@ class TrackerNode(SafeLifecycleNode):
         for opt in ("realtime", "loop"):
             if opt in names:
                 value = bool(self.get_parameter(opt).value)
-                target = self._prefetch if self._prefetch is not None else self._source
-                if isinstance(target, PrefetchSource):
-                    target.set_option(opt, value)
-                elif target is not None and hasattr(target, opt):
-                    setattr(target, opt, value)
+                prefetch = self._prefetch
+                if prefetch is not None:
+                    prefetch.set_option(opt, value)
+                    if opt == "realtime" and self._spec is not None and self._spec.kind != "camera":
+                        prefetch.drop_old = value  # real time: freshest frame; else every frame
+                elif self._source is not None and hasattr(self._source, opt):
+                    setattr(self._source, opt, value)
         windows = {finger_param(f, e) for f in FINGER_NAMES for e in ("straight", "curled")}
         if names & (windows | {"joint_straight_angles", "joint_curled_angles"}) and not self._calibrating_params:
             self._calibration_state = "parameters"
@@ -318,7 +320,7 @@ class TrackerNode(SafeLifecycleNode):
         self._stats_period = _Stats()
         self._stats_total = _Stats()
         self._last_frame = time.monotonic()
-        self._last_diag = 0.0
+        self._last_diag = time.monotonic()
         self._watchdog = "ok"
         self._finished = False
         self._last_error = ""
@@ -687,7 +689,7 @@ class TrackerNode(SafeLifecycleNode):
             self._publish_diagnostics(now)
 
     def _publish_diagnostics(self, now: float) -> None:
-        period = max(now - self._last_diag, 1e-3) if self._last_diag else None
+        period = max(now - self._last_diag, 1e-3)
         self._last_diag = now
         sp, st = self._stats_period, self._stats_total
         self._stats_period = _Stats()
@@ -704,7 +706,7 @@ class TrackerNode(SafeLifecycleNode):
             level, message = DiagnosticStatus.WARN, f"no hand ({self._last_reason})"
         elif self._last_status == "held":
             message = f"holding last pose ({self._last_reason})"
-        rate = sp.frames / period if period else 0.0
+        rate = sp.frames / period
         values = {
             "state": self.lifecycle_state,
             "source": str(self._spec) if self._spec else str(self.get_parameter("source").value),
