@@ -134,7 +134,11 @@ class TrackerNode(SafeLifecycleNode):
         super().__init__(contract.TRACKER_NODE, **kwargs)
         self._declare_parameters()
         self._lock = threading.Lock()        # core + capture, shared by worker and executor
-        self._core = TrackerCore(self._config_from(self._param_values()))
+        try:
+            self._core = TrackerCore(self._config_from(self._param_values()))
+        except ValueError as exc:  # e.g. a YAML with curled >= straight: configure refuses it
+            self.get_logger().error(f"invalid parameters: {exc}")
+            self._core = TrackerCore()
         self._spec: SourceSpec | None = None
         self._source = None
         self._prefetch: PrefetchSource | None = None
