@@ -73,3 +73,13 @@ def test_bad_values_are_refused_with_the_parameter_name(changes, match):
 def test_disabled_servo_is_left_out():
     cfg, _ = build_config({"thumb.enabled": False, "index.channel": 0, "middle.channel": 7})
     assert cfg.names == FINGER_NAMES[1:] and cfg.channels == (0, 7, 3, 4)
+
+
+def test_readme_documents_every_parameter():
+    with open(os.path.join(os.path.dirname(__file__), "..", "README.md")) as f:
+        readme = f.read()
+    for s in PARAMS:
+        name = s.name
+        if "." in name:
+            name = "<finger>." + name.split(".", 1)[1]
+        assert f"`{name}`" in readme, f"{name} missing from README.md"

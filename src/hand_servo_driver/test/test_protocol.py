@@ -2,6 +2,7 @@
 every single-bit error and every truncation detected, chunking independence, payload codecs."""
 
 import binascii
+import os
 import random
 import struct
 
@@ -10,9 +11,11 @@ import pytest
 from hand_servo_driver import protocol as p
 from hand_servo_driver import vectors
 
+VECTORS = os.path.join(os.path.dirname(__file__), "..", "firmware", "test_vectors.txt")
+
 
 def test_shared_vectors_pass_in_python():
-    rep = vectors.run_file()
+    rep = vectors.run_file(VECTORS)
     assert rep.failures == []
     # every section is exercised (the firmware host test must report the same totals)
     assert (rep.crc, rep.frame, rep.stream, rep.board) == (4, 5, 12, 7)
@@ -20,7 +23,7 @@ def test_shared_vectors_pass_in_python():
 
 
 def test_vector_runner_catches_a_wrong_expectation(tmp_path):
-    text = open(vectors.default_path()).read().replace("status 1 01 0 1 frames=1", "status 1 01 0 1 frames=2")
+    text = open(VECTORS).read().replace("status 1 01 0 1 frames=1", "status 1 01 0 1 frames=2")
     bad = tmp_path / "vectors.txt"
     bad.write_text(text)
     rep = vectors.run_file(str(bad))
