@@ -162,7 +162,7 @@ def test_flexions_in_expected_pulses_out_rate_limited(rig):
     t_done = next(t for t, us in pinky if us == 2000)
     ramp = t_done - t_first
     # 1000 µs at 2000 µs/s: 0.5 s. An unlimited driver would get there in one frame.
-    assert 0.45 <= ramp <= 0.8, f"ramp took {ramp:.3f} s"
+    assert 0.45 <= ramp <= 1.5, f"ramp took {ramp:.3f} s"
     slopes = []
     for i in range(len(pinky)):
         for j in range(i + 1, len(pinky)):

@@ -66,3 +66,31 @@ def test_sketch_runs_on_arduino_stand_ins(tmp_path, pca9685):
     res = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stdout
     assert "failed=0" in res.stdout and ("PCA9685" if pca9685 else "Servo") in res.stdout
+
+
+AVR_GXX = shutil.which("avr-g++")
+AVR_CORE = "/usr/share/arduino/hardware/arduino/avr"  # Debian package arduino-core-avr
+
+
+@pytest.mark.skipif(AVR_GXX is None or not os.path.isdir(AVR_CORE),
+                    reason="avr-g++ / Arduino AVR core not installed (Debian: gcc-avr avr-libc arduino-core-avr)")
+def test_firmware_compiles_for_an_arduino_uno(tmp_path):
+    """The portable sources and the sketch compile for an ATmega328P against the real Arduino
+    core (the Servo header is the host stand-in: only the sketch's own code is checked)."""
+    flags = ["-mmcu=atmega328p", "-DF_CPU=16000000L", "-DARDUINO=10807", "-DARDUINO_AVR_UNO",
+             "-DARDUINO_ARCH_AVR", "-Os", "-std=gnu++11", "-fno-exceptions", "-fno-threadsafe-statics",
+             "-Wall", "-Wextra", "-Werror"]
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    shutil.copy(os.path.join(HOST, "arduino_stubs", "Servo.h"), stubs / "Servo.h")
+    sizes = {}
+    for src in SOURCES + [os.path.join(BOARD, "hand_servo_board.ino")]:
+        obj = tmp_path / (os.path.basename(src) + ".o")
+        res = subprocess.run([AVR_GXX, *flags, f"-I{AVR_CORE}/cores/arduino", f"-I{AVR_CORE}/variants/standard",
+                              f"-I{stubs}", f"-I{BOARD}", "-x", "c++", "-c", src, "-o", str(obj)],
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, f"avr-g++ {os.path.basename(src)}:\n{res.stderr}"
+        size = subprocess.run(["avr-size", str(obj)], capture_output=True, text=True, timeout=30).stdout
+        sizes[os.path.basename(src)] = int(size.splitlines()[1].split()[0])
+    # protocol + board logic fit easily in an UNO's 32 KB of flash
+    assert sizes["protocol.cpp"] + sizes["board_logic.cpp"] < 4096, sizes

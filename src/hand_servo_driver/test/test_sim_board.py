@@ -138,7 +138,7 @@ def test_watchdog_goes_to_safe_pose_within_its_timeout(board):
     finally:
         host.close()
     dt = trip["mono"] - t_last
-    assert 0.300 <= dt <= 0.380, f"watchdog after {dt * 1000:.0f} ms (configured 300 ms)"
+    assert 0.300 <= dt <= 0.420, f"watchdog after {dt * 1000:.0f} ms (configured 300 ms)"
     assert trip["outputs"] == [1000] * 5  # the board's safe pose
     assert any(s.result == p.Result.WATCHDOG and s.flags & p.Flag.WATCHDOG for s in host.statuses)
 
