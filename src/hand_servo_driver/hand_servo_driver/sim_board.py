@@ -88,7 +88,7 @@ class SimBoard:
         self._prev_counters = {k: 0 for k in p.COUNTER_NAMES}
         self._dirty = True
         self._last_stats_t = 0.0
-        self._log = open(log_path, "a", buffering=1) if log_path else None
+        self._log = open(log_path, "w", buffering=1) if log_path else None  # one log per run
         self._ctl: int | None = None
         self._ctl_keep: int | None = None
         self._ctl_buf = b""
