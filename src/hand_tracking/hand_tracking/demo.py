@@ -27,8 +27,9 @@ from hand_tracking.runner import RunConfig, Runner, _video_frame_count
 from hand_tracking.stats import percentiles_ms, rate_hz
 
 #: Live calibration schedule on the shared video: (pose, first frame index, capture seconds).
-#: Open hand in the first frames; fist near frame 270 (held for about half a second).
-CALIBRATION_SCHEDULE = (("open", 3, 0.6), ("fist", 262, 0.3))
+#: Open hand near frame 135 (in frames 13-31 the thumb is tucked, so not the first frames); fist
+#: near frame 270, held for about half a second.
+CALIBRATION_SCHEDULE = (("open", 122, 0.6), ("fist", 262, 0.35))
 
 
 def default_video() -> str:
@@ -89,7 +90,9 @@ def run_demo(args: argparse.Namespace, out: pathlib.Path, overrides: dict, param
     video = os.path.abspath(args.video or default_video())
     n_frames = _video_frame_count(video)
     twin_dir = out / "twin_frames"
-    overrides.setdefault("tracker", {}).update({"source": f"video:{video}", "realtime": True})
+    # real-time pacing like a camera, but every frame processed (a recording has no "later" frame)
+    overrides.setdefault("tracker", {}).update({"source": f"video:{video}", "realtime": True,
+                                                "drop_late_frames": False})
     overrides.setdefault("twin", {}).update({"record_dir": str(twin_dir), "publish_image": False})
     cfg = RunConfig(profile="demo", out_dir=out, overrides=overrides, params_files=params_files,
                     record=not args.no_record, sim_board=True, video_frames=n_frames, idle_stop_s=5.0,
@@ -188,11 +191,21 @@ def write_outputs(runner: Runner, calibration: LiveCalibration, video: str, n_fr
     return summary
 
 
+SERVO_FIELDS = ("frames_sent", "frames_acked", "frames_unacked", "board_rejected_total", "board_crc_errors",
+                "board_length_errors", "board_range_errors", "board_clamped", "board_watchdog_trips",
+                "commands", "commands_ignored", "reconnects", "link_errors", "last_pulses_us")
+
+
 def servo_summary(runner: Runner) -> dict[str, Any]:
-    """Acked/rejected frames as the driver's /diagnostics last reported them."""
+    """Frames sent/acked/rejected as the servo driver's /diagnostics last reported them (the board's
+    counters come back in its STATUS replies; see hand_servo_driver's README)."""
     for name, entry in runner.diagnostics.items():
         if contract.SERVO_DRIVER_NODE in name:
-            return {k: v for k, v in entry.items() if not k.startswith("_")} | {"status": entry.get("_message")}
+            out: dict[str, Any] = {k: entry[k] for k in SERVO_FIELDS if k in entry}
+            for k, v in out.items():
+                if isinstance(v, str) and v.isdigit():
+                    out[k] = int(v)
+            return out | {"status": entry.get("_message")}
     return {}
 
 

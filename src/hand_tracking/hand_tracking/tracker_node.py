@@ -172,6 +172,9 @@ class TrackerNode(SafeLifecycleNode):
           "(recorded /hand/landmarks) or topic:<landmarks topic>. Changeable only while unconfigured.")
         d(self, "realtime", True, "Pace video files, image folders and bags at their recorded rate "
           "(like a live camera); false = as fast as processed.")
+        d(self, "drop_late_frames", True, "With realtime pacing of a recording: drop frames that could "
+          "not be processed in time, as a live camera does (false = process every frame, late if "
+          "need be). A camera always delivers its freshest frame.")
         d(self, "loop", False, "Restart video files, image folders and bags at their end.")
         d(self, "images_fps", 30.0, "Frame rate of an image folder (its media time and pacing), Hz.",
           range=(0.1, 1000.0))
@@ -311,10 +314,10 @@ class TrackerNode(SafeLifecycleNode):
                 prefetch = self._prefetch
                 if prefetch is not None:
                     prefetch.set_option(opt, value)
-                    if opt == "realtime" and self._spec is not None and self._spec.kind != "camera":
-                        prefetch.drop_old = value  # real time: freshest frame; else every frame
                 elif self._source is not None and hasattr(self._source, opt):
                     setattr(self._source, opt, value)
+        if names & {"realtime", "drop_late_frames"} and self._prefetch is not None:
+            self._prefetch.drop_old = self._drop_old()
         windows = {finger_param(f, e) for f in FINGER_NAMES for e in ("straight", "curled")}
         if names & (windows | {"joint_straight_angles", "joint_curled_angles"}) and not self._calibrating_params:
             self._calibration_state = "parameters"
@@ -382,13 +385,20 @@ class TrackerNode(SafeLifecycleNode):
                               bool(v["static_image_mode"]))
         return create_backend(str(v["backend"]), cfg, mirror=bool(v["mirror"]))
 
+    def _drop_old(self) -> bool:
+        """Whether the prefetch queue keeps only the freshest frame: always for a camera; for a
+        recording only when paced in real time with drop_late_frames (else every frame)."""
+        if self._spec is not None and self._spec.kind == "camera":
+            return True
+        return bool(self.get_parameter("realtime").value) and bool(self.get_parameter("drop_late_frames").value)
+
     def on_activate(self, state: State) -> TransitionCallbackReturn:
         with self._lock:
             self._core.reset()
         self._reset_run_state()
         if self._source is not None:
             live = self._spec is not None and self._spec.kind == "camera"
-            drop_old = live or bool(self.get_parameter("realtime").value)
+            drop_old = self._drop_old()
             reopen = self._reopen_camera if live else None
             self._prefetch = PrefetchSource(self._source, depth=1 if drop_old else 2, drop_old=drop_old,
                                             reopen=reopen)
