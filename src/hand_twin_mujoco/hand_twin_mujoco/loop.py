@@ -54,7 +54,7 @@ class PhysicsLoop:
         publish_rate: float = 100.0,
         on_sample: Callable[[TwinState, Decision], None] = lambda s, d: None,
         on_event: Callable[[str, str], None] = lambda level, msg: None,
-        max_lag: float = 0.1,
+        max_lag: float = 0.25,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ):

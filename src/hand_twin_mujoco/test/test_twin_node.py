@@ -260,7 +260,8 @@ def test_twin_node_renders_images_and_records_frames(probe, start, tmp_path):
     assert (img.width, img.height, img.encoding, img.step) == (320, 240, "rgb8", 960)
     pixels = np.frombuffer(bytes(img.data), np.uint8).reshape(240, 320, 3)
     assert pixels.std() > 10
-    proc.stop()
+    assert proc.stop() == 0  # SIGINT while active: shutdown transition, files closed
+    assert "shutdown transition failed" not in proc.output()
     rows = list(csv.DictReader(open(rec / "frames.csv")))
     assert len(rows) >= 8
     assert all((rec / r["file"]).is_file() for r in rows)
