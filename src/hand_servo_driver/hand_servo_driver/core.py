@@ -144,6 +144,8 @@ class DriverStats:
     commands_inactive: int = 0
     bad_frames_in: int = 0
     last_reject: str = ""
+    last_reject_t: float = -math.inf
+    last_clamp_t: float = -math.inf
 
 
 class DriverCore:
@@ -308,8 +310,10 @@ class DriverCore:
         if s.result in (p.Result.BAD_RANGE, p.Result.BAD_LENGTH, p.Result.BAD_TYPE):
             self.stats.board_rejects += 1
             self.stats.last_reject = f"{p.Result(s.result).name} for seq {s.ack_seq} (type 0x{s.ack_type:02X})"
+            self.stats.last_reject_t = now
         elif s.result == p.Result.CLAMPED:
             self.stats.clamped_acks += 1
+            self.stats.last_clamp_t = now
         if (s.flags & p.Flag.WATCHDOG and self.last_pulses_seq is not None and self.last_sent is not None
                 and 0 < ((s.ack_seq - self.last_pulses_seq) & 0xFFFF) < 0x8000):
             # acknowledged after our last pulses, yet the watchdog flag is set: a trip we missed

@@ -36,6 +36,8 @@ from hand_servo_driver.parameters import PARAM_BY_NAME, PARAMS, build_config
 from hand_tracking import contract
 
 DIAG_NAME = "servo_driver: serial link"
+#: A board rejection (ERROR) or clamping (WARN) is reported for this long after it happened (s).
+RECENT_S = 5.0
 
 
 class ServoDriverNode(SafeLifecycleNode):
@@ -285,7 +287,7 @@ class ServoDriverNode(SafeLifecycleNode):
         elif core.board_silent(now):
             level = DiagnosticStatus.WARN
             message = f"no STATUS from the board for more than {core.config.ack_timeout_s} s (wrong port or baud?)"
-        elif st.board_rejects:
+        elif now - st.last_reject_t < RECENT_S:
             level = DiagnosticStatus.ERROR
             message = f"board rejected {st.board_rejects} frame(s), last {st.last_reject}: configuration mismatch?"
         elif core.board is not None and core.board.channels < max(core.config.channels) + 1:
@@ -297,6 +299,9 @@ class ServoDriverNode(SafeLifecycleNode):
         elif core.board is not None and core.board.flags & p.Flag.WATCHDOG:
             level = DiagnosticStatus.WARN
             message = "board watchdog tripped: outputs at the board's safe pose"
+        elif now - st.last_clamp_t < RECENT_S:
+            level = DiagnosticStatus.WARN
+            message = "board clamped pulses: the driver's pulse range is wider than the firmware's (config.h)"
         if not message:
             message = ("active: following " + contract.TOPIC_TARGET_FLEXIONS) if state == "active" else \
                 f"{state}: outputs held safe"

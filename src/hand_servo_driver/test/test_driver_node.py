@@ -302,6 +302,17 @@ def test_unplug_survives_with_error_and_reconnects(rig):
           f"{after[-1]['mono'] - t_plug:.2f} s")
 
 
+def test_live_range_wider_than_the_firmware_is_clamped_by_the_board(rig):
+    assert rig.probe.set_parameters(NODE, **{"pinky.max_pulse_us": 2200})[0].successful
+    t0 = time.monotonic()
+    rig.stream(TARGET, 0.8)
+    clamped = [r for r in rig.frames(t0, "set_pulses") if r["result"] == p.Result.CLAMPED]
+    assert clamped and all(r["outputs"][4] == 2000 for r in clamped)  # the firmware's 1000..2000 µs clamp
+    level, msg, v = rig.wait_diag(lambda lvl, m, v: lvl == WARN and "clamped" in m)
+    assert int(v["clamped_acks"]) >= 1 and int(v["board_clamped"]) >= 1
+    assert rig.probe.set_parameters(NODE, **{"pinky.max_pulse_us": 2000})[0].successful
+
+
 def test_deactivate_sends_the_safe_pose_and_shutdown_from_active_too(rig):
     rig.stream(TARGET, 0.8)
     rig.wait_outputs(TARGET_US)
