@@ -147,6 +147,9 @@ class SimBoard:
         """Open a fresh pty, link it, boot the board (outputs detached, BOOT status)."""
         if self.master is not None:
             return
+        if os.path.lexists(self.link) and not os.path.islink(self.link):
+            # e.g. --link /dev/ttyACM0 with a real board plugged in: never replace a device or a file
+            raise SystemExit(f"sim_board: refusing to replace {self.link}: it exists and is not a symlink")
         master, slave = os.openpty()
         tty.setraw(slave)  # no echo, no line discipline until the driver configures it
         os.set_blocking(master, False)
@@ -173,8 +176,9 @@ class SimBoard:
         """Close the pty and remove the link: the driver sees I/O errors, then no device."""
         if self.master is None:
             return
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.link)
+        with contextlib.suppress(OSError):
+            if os.readlink(self.link) == self.pty_name:  # only our own link
+                os.unlink(self.link)
         for fd in (self.master, self.slave):
             with contextlib.suppress(OSError):
                 os.close(fd)

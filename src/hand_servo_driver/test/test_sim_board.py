@@ -219,3 +219,8 @@ def test_command_line_ros_args_and_summary(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "hand_servo_driver.sim_board", "--link", link, "--min-us", "2100"],
                          capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2 and "invalid configuration" in bad.stderr
+    device = tmp_path / "ttyACM0"  # stands for a real device node: never replaced
+    device.write_text("")
+    res = subprocess.run([sys.executable, "-m", "hand_servo_driver.sim_board", "--link", str(device), "--quiet"],
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode != 0 and "refusing to replace" in res.stderr and device.is_file()
