@@ -33,6 +33,21 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libEGL.so.1'; then
   fi
 fi
 
+# --- 1b. firmware toolchains: g++ (host test of the servo firmware's parser) and avr-gcc with the
+# Arduino core (the firmware compiles for an ATmega328P in the tests). Best effort: a machine
+# without them skips those two tests with the reason.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  missing=""
+  command -v g++ >/dev/null || missing="$missing g++"
+  command -v avr-g++ >/dev/null || missing="$missing gcc-avr avr-libc"
+  [ -d /usr/share/arduino/hardware/arduino/avr ] || missing="$missing arduino-core-avr"
+  if [ -n "$missing" ]; then
+    log "installing firmware toolchains:$missing"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null; } \
+      || log "warning: could not install$missing; the firmware compile tests will be skipped"
+  fi
+fi
+
 # --- 2. the virtual environment --------------------------------------------------------------------
 want="$(cat tools/requirements.txt tools/constraints.txt tools/bootstrap.sh | sha256sum | cut -c1-16)"
 stamp="$VENV/.hand_teleop_pins"

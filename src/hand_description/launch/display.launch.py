@@ -14,11 +14,12 @@ rviz2 with ``rviz/hand.rviz`` (RobotModel + TF, fixed frame ``palm``) when ``rvi
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
+
+from launch import LaunchDescription
 
 URDF_FILES = {"right": "hand.urdf", "left": "hand_left.urdf"}
 

@@ -3,9 +3,9 @@
 import re
 
 import pytest
-from hand_description.agreement import compare
 
 from hand_description import paths
+from hand_description.agreement import compare
 
 
 @pytest.mark.parametrize("side", ["right", "left"])

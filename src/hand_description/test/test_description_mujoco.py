@@ -8,11 +8,11 @@ import math
 import mujoco
 import numpy as np
 import pytest
-from hand_description.curl_check import settle
-from hand_description.render import flexion_ctrl, flexor_lengths
 
 from hand_description import description as D
 from hand_description import paths
+from hand_description.curl_check import settle
+from hand_description.render import flexion_ctrl, flexor_lengths
 from hand_tracking import contract
 
 
@@ -191,8 +191,9 @@ def test_front_camera_sees_the_palm_with_fingers_up_and_thumb_outside(side):
 
 def test_render_open_and_fist(tmp_path):
     """render_hand writes PNGs; the fist covers fewer skin pixels than the open hand (EGL offscreen)."""
-    from hand_description.render import main
     from PIL import Image
+
+    from hand_description.render import main
 
     counts = {}
     for pose in ("open", "fist"):

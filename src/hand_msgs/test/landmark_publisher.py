@@ -3,9 +3,8 @@
 
 import rclpy
 from geometry_msgs.msg import Point
-from rclpy.node import Node
-
 from hand_msgs.msg import HandLandmarks, HandLandmarksArray
+from rclpy.node import Node
 
 
 def expected_values() -> dict:

@@ -6,9 +6,9 @@ import sys
 
 import numpy as np
 import pytest
-from hand_tracking.testing import NodeProcess, RosProbe, wait_until
-
 from hand_msgs.msg import HandLandmarksArray
+
+from hand_tracking.testing import NodeProcess, RosProbe, wait_until
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, HERE)

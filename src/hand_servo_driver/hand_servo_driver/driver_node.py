@@ -24,7 +24,6 @@ import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from hand_tracking.node_tools import SafeLifecycleNode, declare, run
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
@@ -34,6 +33,7 @@ from hand_servo_driver.core import DriverConfigError, DriverCore
 from hand_servo_driver.link import LinkError, SerialLink
 from hand_servo_driver.parameters import PARAM_BY_NAME, PARAMS, build_config
 from hand_tracking import contract
+from hand_tracking.node_tools import SafeLifecycleNode, declare, run
 
 DIAG_NAME = "servo_driver: serial link"
 #: A board rejection (ERROR) or clamping (WARN) is reported for this long after it happened (s).

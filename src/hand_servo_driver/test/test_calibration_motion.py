@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+
 from hand_servo_driver.calibration import CalibrationError, ServoCalibration, check_channels
 from hand_servo_driver.motion import Deadband, RateLimiter
 

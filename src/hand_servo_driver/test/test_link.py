@@ -5,6 +5,7 @@ import os
 import time
 
 import pytest
+
 from hand_servo_driver.link import LinkError, SerialLink
 
 

@@ -4,6 +4,7 @@ import os
 
 import pytest
 import yaml
+
 from hand_servo_driver.core import DriverConfigError
 from hand_servo_driver.parameters import PARAM_BY_NAME, PARAMS, build_config, defaults
 from hand_tracking.contract import FINGER_NAMES, SERVO_DRIVER_NODE

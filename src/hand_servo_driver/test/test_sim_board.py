@@ -10,10 +10,10 @@ import time
 
 import pytest
 import serial
-from hand_servo_driver.board import Board, BoardConfig
-from hand_servo_driver.sim_board import SimBoardProcess, summarize_log
 
 from hand_servo_driver import protocol as p
+from hand_servo_driver.board import Board, BoardConfig
+from hand_servo_driver.sim_board import SimBoardProcess, summarize_log
 
 
 def wait_for(pred, timeout=5.0, what="condition"):

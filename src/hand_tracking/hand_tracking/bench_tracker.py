@@ -89,8 +89,8 @@ def geometry_filter(world: np.ndarray, image: np.ndarray, fps: float = 30.0) -> 
 def node_run(video: str, model_complexity: int, expected: int) -> dict:
     """The tracker node in its own process, on the same video, as fast as it goes."""
     from diagnostic_msgs.msg import DiagnosticArray
-
     from hand_msgs.msg import HandLandmarksArray
+
     from hand_tracking import contract
     from hand_tracking.testing import NodeProcess, RosProbe, wait_until
 

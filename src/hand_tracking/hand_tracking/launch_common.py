@@ -13,7 +13,6 @@ Profile-specific: ``port`` and ``sim_board`` (hardware), ``rviz`` (rviz).
 
 from __future__ import annotations
 
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution, PythonExpression
@@ -22,6 +21,7 @@ from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 from hand_tracking.bringup import LIFECYCLE_MANAGER_NODE, NodeSpec, profile_nodes
+from launch import LaunchDescription
 
 
 def _overrides(key: str) -> dict:

@@ -164,9 +164,8 @@ class BagLandmarkSource:
             return self._store.deserialize_cdr(raw, msgtype)
         except Exception as first:  # noqa: BLE001 - rosbags raises several types
             try:
-                from rclpy.serialization import deserialize_message
-
                 from hand_msgs.msg import HandLandmarksArray
+                from rclpy.serialization import deserialize_message
 
                 return deserialize_message(bytes(raw), HandLandmarksArray)
             except Exception:  # noqa: BLE001

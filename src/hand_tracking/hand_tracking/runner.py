@@ -176,9 +176,8 @@ class Runner:
 
     def _subscribe_measurements(self) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
-        from sensor_msgs.msg import JointState
-
         from hand_msgs.msg import HandLandmarksArray
+        from sensor_msgs.msg import JointState
 
         node = self.probe.node
         node.create_subscription(HandLandmarksArray, contract.TOPIC_LANDMARKS, self._on_landmarks,
@@ -365,6 +364,7 @@ def run_param(args: argparse.Namespace) -> int:
 
 def run_calibrate(args: argparse.Namespace) -> int:
     from hand_msgs.srv import Calibrate
+
     from hand_tracking.probe import RosProbe
 
     probe = RosProbe("hand_runner_calibrate")

@@ -35,6 +35,8 @@ import numpy as np
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point
+from hand_msgs.msg import HandLandmarks, HandLandmarksArray
+from hand_msgs.srv import Calibrate
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.lifecycle import State, TransitionCallbackReturn
@@ -43,8 +45,6 @@ from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
 
-from hand_msgs.msg import HandLandmarks, HandLandmarksArray
-from hand_msgs.srv import Calibrate
 from hand_tracking import contract
 from hand_tracking.calibration import CalibrationError, CapturedPose, PoseCapture, windows_from_poses
 from hand_tracking.contract import FINGER_NAMES, JOINT_NAMES

@@ -10,10 +10,10 @@ import sys
 
 import cv2
 import numpy as np
-from hand_tracking.bag import topic_counts
-from hand_tracking.demo_video import draw_hud, draw_skeleton, side_by_side
 
 from hand_tracking import contract
+from hand_tracking.bag import topic_counts
+from hand_tracking.demo_video import draw_hud, draw_skeleton, side_by_side
 
 CLIP_FRAMES = 60
 

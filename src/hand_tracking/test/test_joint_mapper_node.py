@@ -16,13 +16,13 @@ import time
 import pytest
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray
-from hand_tracking.joint_state_check import JointStateChecker
-from hand_tracking.testing import NodeProcess, RosProbe, wait_until
 from rcl_interfaces.srv import ListParameters
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from hand_tracking import contract
+from hand_tracking.joint_state_check import JointStateChecker
+from hand_tracking.testing import NodeProcess, RosProbe, wait_until
 
 HERE = pathlib.Path(__file__).resolve().parent
 FIX = HERE / "fixtures"

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import yaml
 import yourdfpy
+
 from hand_tracking.contract import FINGER_JOINTS, JOINT_NAMES
 from hand_tracking.joint_mapping import (
     JointMapper,

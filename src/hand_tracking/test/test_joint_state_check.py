@@ -8,13 +8,14 @@ import pathlib
 import sys
 
 import pytest
+from rclpy.serialization import serialize_message
+from rosbags.typesys import Stores, get_typestore
+from sensor_msgs.msg import JointState
+
 from hand_tracking.bag import BagWriter
 from hand_tracking.contract import JOINT_NAMES, STREAM, TOPIC_JOINT_STATES, qos
 from hand_tracking.joint_state_check import JointStateChecker, check_bag, main
 from hand_tracking.testing import NodeProcess, RosProbe, wait_until
-from rclpy.serialization import serialize_message
-from rosbags.typesys import Stores, get_typestore
-from sensor_msgs.msg import JointState
 
 FIX = pathlib.Path(__file__).resolve().parent / "fixtures"
 URDF = (FIX / "hand15.urdf").read_text()

@@ -19,10 +19,10 @@ import types
 import pytest
 import yaml
 from ament_index_python.packages import get_package_prefix, get_package_share_directory
-from hand_tracking.testing import NodeProcess, RosProbe
 from rcl_interfaces.srv import ListParameters
 
 from hand_tracking import bringup
+from hand_tracking.testing import NodeProcess, RosProbe
 
 #: Real Jazzy signatures (launch 3.4 / launch_ros 0.26): accepted keyword arguments.
 EXECUTE_KW = {"output", "emulate_tty", "condition", "respawn", "respawn_delay", "sigterm_timeout",

@@ -9,6 +9,10 @@ import cv2
 import mujoco
 import numpy as np
 import yourdfpy
+from rclpy.serialization import serialize_message
+from rosbags.typesys import Stores, get_typestore
+from sensor_msgs.msg import JointState
+
 from hand_tracking.contract import JOINT_NAMES, TOPIC_JOINT_STATES
 from hand_tracking.joint_mapping import load_urdf_file
 from hand_tracking.pose_picture import (
@@ -19,9 +23,6 @@ from hand_tracking.pose_picture import (
     render,
     samples_from_poses,
 )
-from rclpy.serialization import serialize_message
-from rosbags.typesys import Stores, get_typestore
-from sensor_msgs.msg import JointState
 
 FIX = pathlib.Path(__file__).resolve().parent / "fixtures"
 

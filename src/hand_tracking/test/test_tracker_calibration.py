@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+
 from hand_tracking.calibration import (
     CalibrationError,
     PoseCapture,

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+
 from hand_tracking.filters import OneEuroFilter, OneEuroParams, smoothing_factor
 
 

@@ -12,17 +12,17 @@ import numpy as np
 import pytest
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from hand_msgs.msg import HandLandmarksArray
+from hand_msgs.srv import Calibrate
+from rcl_interfaces.srv import GetParameters, ListParameters
+from sensor_msgs.msg import JointState
+
+from hand_tracking import contract
 from hand_tracking.calibration import capture_pose, windows_from_poses
 from hand_tracking.geometry import joint_angles
 from hand_tracking.replay import landmark_array, write_landmark_bag
 from hand_tracking.testing import NodeProcess, RosProbe, wait_until
 from hand_tracking.tracker_core import TrackerConfig, TrackerCore
-from rcl_interfaces.srv import GetParameters, ListParameters
-from sensor_msgs.msg import JointState
-
-from hand_msgs.msg import HandLandmarksArray
-from hand_msgs.srv import Calibrate
-from hand_tracking import contract
 
 sys.path.insert(0, os.path.dirname(__file__))
 from tracker_video_cache import CAL_FIST, CAL_OPEN, video_landmarks  # noqa: E402
@@ -187,9 +187,8 @@ def landmarks_msg(lm, i, t):
     """rclpy HandLandmarksArray of cached video frame ``i`` (None: a frame without hand) at ``t`` s."""
     from builtin_interfaces.msg import Time
     from geometry_msgs.msg import Point
-    from std_msgs.msg import Header
-
     from hand_msgs.msg import HandLandmarks
+    from std_msgs.msg import Header
 
     sec = int(t)
     header = Header(stamp=Time(sec=sec, nanosec=int(round((t - sec) * 1e9))), frame_id="camera_optical")

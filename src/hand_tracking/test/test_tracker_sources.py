@@ -7,6 +7,7 @@ import time
 import cv2
 import numpy as np
 import pytest
+
 from hand_tracking.landmarks import HandObservation
 from hand_tracking.replay import BagLandmarkSource, read_landmark_frames, write_landmark_bag
 from hand_tracking.sources import (

@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+
 from hand_tracking.calibration import PoseCapture, windows_from_poses
 from hand_tracking.geometry import check_skeleton, finger_curls, image_points, joint_angles
 from hand_tracking.landmarks import physical_handedness

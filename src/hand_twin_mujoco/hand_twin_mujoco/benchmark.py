@@ -71,10 +71,10 @@ def run_inprocess(model: str | None, seconds: float, rate: float, width: int, he
 def run_node(model: str | None, seconds: float, rate: float, width: int, height: int) -> dict[str, float]:
     import yaml
     from diagnostic_msgs.msg import DiagnosticArray
-    from hand_tracking.testing import NodeProcess, RosProbe, wait_until
     from sensor_msgs.msg import Image, JointState
 
     from hand_tracking import contract
+    from hand_tracking.testing import NodeProcess, RosProbe, wait_until
 
     tmp = tempfile.mkdtemp(prefix="twin_bench_")
     params = {"render_rate": rate, "publish_image": True, "image_width": width, "image_height": height}

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
+
 from hand_tracking.contract import FINGER_JOINTS, FINGER_NAMES, JOINT_NAMES
 
 #: Integrators the twin may select (``"model"`` keeps the one in the MJCF).

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
+
 from hand_tracking.contract import FINGER_NAMES
 
 from .gains import GainReport, apply_gains, size_gains

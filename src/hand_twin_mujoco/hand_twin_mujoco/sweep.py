@@ -26,6 +26,7 @@ import sys
 from dataclasses import dataclass
 
 import numpy as np
+
 from hand_tracking.contract import FINGER_JOINTS, FINGER_NAMES, JOINT_NAMES
 
 from .sim import TwinBuild, build_twin

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
+
 from hand_tracking.contract import FINGER_JOINTS, FINGER_NAMES, JOINT_NAMES
 
 from .model import HandModel, ModelContractError

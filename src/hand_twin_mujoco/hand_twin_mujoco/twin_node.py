@@ -27,12 +27,12 @@ import sys
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from hand_tracking.node_tools import SafeLifecycleNode, declare, run
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import Image, JointState
 
 from hand_tracking import contract
+from hand_tracking.node_tools import SafeLifecycleNode, declare, run
 
 from .loop import PhysicsLoop
 from .model import ModelContractError

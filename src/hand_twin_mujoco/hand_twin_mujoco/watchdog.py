@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
+
 from hand_tracking.contract import FINGER_NAMES
 
 

@@ -8,6 +8,7 @@ import time
 import mujoco
 import numpy as np
 import pytest
+
 from hand_twin_mujoco.loop import PhysicsLoop
 from hand_twin_mujoco.sim import TwinSim, build_twin
 from hand_twin_mujoco.watchdog import CommandWatchdog, WatchdogState

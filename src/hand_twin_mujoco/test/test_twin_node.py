@@ -22,11 +22,11 @@ import pytest
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from fixture_hand import real_scene
-from hand_tracking.testing import NodeProcess, RosProbe, wait_until
 from rcl_interfaces.srv import ListParameters
 from sensor_msgs.msg import Image, JointState
 
 from hand_tracking import contract
+from hand_tracking.testing import NodeProcess, RosProbe, wait_until
 
 HERE = pathlib.Path(__file__).resolve().parent
 CONFIG = HERE.parent / "config" / "twin.yaml"

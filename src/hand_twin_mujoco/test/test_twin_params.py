@@ -6,6 +6,7 @@ import pathlib
 
 import pytest
 import yaml
+
 from hand_tracking.contract import TWIN_NODE
 from hand_twin_mujoco.params import PARAM_NAMES, PARAMS, check_change, config_from
 

@@ -10,6 +10,7 @@ import time
 import cv2
 import numpy as np
 import pytest
+
 from hand_twin_mujoco.render import FrameMeta, FrameRecorder, OffscreenRenderer, RenderConfig, RenderWorker
 from hand_twin_mujoco.sim import TwinSim, build_twin
 

@@ -10,10 +10,10 @@ import csv
 import numpy as np
 import pytest
 from fixture_hand import fixture_xml, real_scene
-from hand_tracking.contract import FINGER_NAMES
-from hand_twin_mujoco.sim import build_twin
 
+from hand_tracking.contract import FINGER_NAMES
 from hand_twin_mujoco import sweep
+from hand_twin_mujoco.sim import build_twin
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+
 from hand_twin_mujoco.watchdog import (
     Command,
     CommandWatchdog,
