@@ -20,6 +20,7 @@ from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
 
 from hand_tracking.lifecycle_client import LifecycleClient
 from hand_tracking.processes import require_local_ros_env
@@ -31,7 +32,9 @@ class RosProbe:
     def __init__(self, name: str = "test_probe"):
         require_local_ros_env()
         if not rclpy.ok():
-            rclpy.init()
+            # No rclpy signal handlers: Ctrl-C stays a KeyboardInterrupt for the caller (the runner),
+            # and the context stays valid so it can still take the nodes down in order.
+            rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
         self.node = Node(name)
         self._executor = SingleThreadedExecutor()
         self._executor.add_node(self.node)
