@@ -82,6 +82,9 @@ if [ ! -f "$ROOT/install/setup.bash" ] || [ "$(cat "$bstamp" 2>/dev/null)" != "$
     . "$VENV/bin/activate"
     export CMAKE_PREFIX_PATH="$VENV" AMENT_PREFIX_PATH="$VENV"
     mkdir -p "$ROOT/log"
+    # setuptools copies a module into build/<pkg>/build only when its mtime is newer than the copy
+    # there; an edit that keeps an older mtime (git checkout, cp -p, rsync) would be skipped.
+    for setup in src/*/setup.py; do rm -rf "$ROOT/build/$(basename "$(dirname "$setup")")/build"; done
     if ! colcon --log-base "$ROOT/log" build --base-paths src --build-base "$ROOT/build" \
         --install-base "$ROOT/install" --metas "$ROOT/colcon.meta" \
         --event-handlers console_direct- console_cohesion+ summary+ >"$ROOT/log/colcon_build.txt" 2>&1; then
@@ -91,7 +94,8 @@ if [ ! -f "$ROOT/install/setup.bash" ] || [ "$(cat "$bstamp" 2>/dev/null)" != "$
     fi
     grep -E '^Summary' "$ROOT/log/colcon_build.txt" || true
     test -f "$ROOT/install/setup.bash"
-    for p in $(ls src); do
+    for manifest in src/*/package.xml; do
+      p="$(basename "$(dirname "$manifest")")"
       [ -d "$ROOT/install/$p" ] || { echo "[bootstrap] error: package $p did not install"; exit 1; }
     done
   )
