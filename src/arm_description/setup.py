@@ -1,0 +1,43 @@
+import os
+from glob import glob
+
+from setuptools import find_packages, setup
+
+package_name = "arm_description"
+
+
+def tree(directory: str) -> list[tuple[str, list[str]]]:
+    """(install dir, files) pairs that install `directory` into share/<package>/ recursively."""
+    pairs = []
+    for dirpath, _, filenames in os.walk(directory):
+        files = [os.path.join(dirpath, f) for f in filenames if not f.endswith((".pyc", "~"))]
+        if files:
+            pairs.append((os.path.join("share", package_name, dirpath), files))
+    return pairs
+
+
+data_files = [
+    ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
+    ("share/" + package_name, ["package.xml"] + glob("README.md")),
+]
+for d in ["urdf", "mjcf", "config", "launch"]:
+    data_files += tree(d)
+
+setup(
+    name=package_name,
+    version="0.1.0",
+    packages=find_packages(exclude=["test"]),
+    data_files=data_files,
+    install_requires=["setuptools"],
+    zip_safe=True,
+    maintainer="hand-teleop maintainers",
+    maintainer_email="maintainers@hand-teleop.invalid",
+    description="The SO-101 arm (5 revolute joints + gripper jaw) from one description: generated URDF and MJCF "
+                "(position actuators, contact exclusions), cross-checked.",
+    license="Apache-2.0",
+    entry_points={
+        "console_scripts": [
+            "generate_arm_models = arm_description.generate:main",
+        ],
+    },
+)
