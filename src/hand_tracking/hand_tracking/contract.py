@@ -64,6 +64,34 @@ TOPIC_TWIN_IMAGE = "/hand_twin/image"
 TOPIC_TRACKER_IMAGE = "/hand/image_annotated"
 TOPIC_DIAGNOSTICS = "/diagnostics"
 
+# --- two hands (tracker parameter hands: two) -------------------------------------------------------
+#: The operator's physical hands, in the order of per-hand arrays. One hand keeps the topics above.
+HAND_SIDES: tuple[str, ...] = ("left", "right")
+
+
+def side_topic(topic: str, side: str) -> str:
+    """The per-hand name of a topic: ``/hand/target_flexions`` → ``/hand/left/target_flexions``,
+    ``/hand_twin/joint_states`` → ``/hand_twin/left/joint_states`` (side after the first part).
+    Same types, contents and QoS as the single-hand topic. ValueError for an unknown side."""
+    if side not in HAND_SIDES:
+        raise ValueError(f"side must be one of {HAND_SIDES}, got {side!r}")
+    head, _, rest = topic.lstrip("/").partition("/")
+    return f"/{head}/{side}/{rest}" if rest else f"/{head}/{side}"
+
+
+#: hand_msgs/HandLandmarksArray with the one hand followed on that side (empty: none this frame);
+#: ``handedness`` = the side given by identity tracking, ``hand_id`` = its track.
+TOPIC_LEFT_LANDMARKS = side_topic(TOPIC_LANDMARKS, "left")
+TOPIC_RIGHT_LANDMARKS = side_topic(TOPIC_LANDMARKS, "right")
+#: sensor_msgs/JointState per hand, as TOPIC_TARGET_FLEXIONS / TOPIC_JOINT_FLEXIONS.
+TOPIC_LEFT_TARGET_FLEXIONS = side_topic(TOPIC_TARGET_FLEXIONS, "left")
+TOPIC_RIGHT_TARGET_FLEXIONS = side_topic(TOPIC_TARGET_FLEXIONS, "right")
+TOPIC_LEFT_JOINT_FLEXIONS = side_topic(TOPIC_JOINT_FLEXIONS, "left")
+TOPIC_RIGHT_JOINT_FLEXIONS = side_topic(TOPIC_JOINT_FLEXIONS, "right")
+#: sensor_msgs/JointState per twin hand, as TOPIC_TWIN_JOINT_STATES.
+TOPIC_LEFT_TWIN_JOINT_STATES = side_topic(TOPIC_TWIN_JOINT_STATES, "left")
+TOPIC_RIGHT_TWIN_JOINT_STATES = side_topic(TOPIC_TWIN_JOINT_STATES, "right")
+
 
 # --- QoS ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
