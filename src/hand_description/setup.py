@@ -38,6 +38,7 @@ setup(
         "console_scripts": [
             "generate_hand_models = hand_description.generate:main",
             "render_hand = hand_description.render:main",
+            "generate_dex_hand = hand_description.dex:main",
         ],
     },
 )
