@@ -97,3 +97,25 @@ def scene_path(side: str = "right") -> pathlib.Path:
 def rviz_config_path() -> pathlib.Path:
     """The RViz configuration (RobotModel + TF, fixed frame ``palm``)."""
     return share_dir() / "rviz" / "hand.rviz"
+
+
+# --- the dexterous hand (hand_description.dex; used by hand_retarget) ---------------------------------
+
+def dex_description_path() -> pathlib.Path:
+    """The dexterous hand's description (``config/dex_hand.yaml``)."""
+    return share_dir() / "config" / "dex_hand.yaml"
+
+
+def dex_urdf_path() -> pathlib.Path:
+    """The generated URDF of the dexterous (fully actuated, right) hand (``urdf/dex_hand.urdf``)."""
+    return share_dir() / "urdf" / "dex_hand.urdf"
+
+
+def dex_mjcf_path() -> pathlib.Path:
+    """The generated MJCF of the dexterous hand alone (``mjcf/dex_hand.xml``)."""
+    return share_dir() / "mjcf" / "dex_hand.xml"
+
+
+def dex_scene_path() -> pathlib.Path:
+    """The MuJoCo scene (floor, light, cameras ``front`` and ``side``) that includes the dexterous hand."""
+    return share_dir() / "mjcf" / "dex_scene.xml"
