@@ -18,6 +18,13 @@ Publications (QoS from :mod:`hand_tracking.contract`):
   both stamped with the frame's capture time, published while a pose is tracked or held;
 - ``/diagnostics`` diagnostic_msgs/DiagnosticArray.
 
+Two hands (``hands: two``, read at configure): MediaPipe looks for at least two hands,
+:class:`~hand_tracking.hand_identity.TwoHandCore` keeps each operator hand's identity by
+continuity (labels are evidence only) and the node publishes ``/hand/left/...`` and
+``/hand/right/...`` (landmarks of that hand, target_flexions, joint_flexions; names from
+``contract.side_topic``) instead of the single-hand flexion topics; ``/hand/landmarks`` stays the
+raw detections of every frame (replayable: identity runs again on replay).
+
 Run: ``ros2 run hand_tracking tracker_node --ros-args --params-file config/tracker.yaml
 -p source:=video:/path/clip.mp4``, then ``ros2 lifecycle set /hand_tracker configure`` and
 ``activate``. See the package README (section Tracker) for every parameter.
@@ -50,6 +57,7 @@ from hand_tracking.calibration import CalibrationError, CapturedPose, PoseCaptur
 from hand_tracking.contract import FINGER_NAMES, JOINT_NAMES
 from hand_tracking.filters import OneEuroParams
 from hand_tracking.geometry import MIN_WINDOW_RAD, Windows
+from hand_tracking.hand_identity import TwoHandCore, TwoHandOutput
 from hand_tracking.landmarks import (
     BACKENDS,
     BackendError,
@@ -85,6 +93,7 @@ PI = math.pi
 BACKEND_PARAMS = ("backend", "max_num_hands", "model_complexity", "min_detection_confidence",
                   "min_tracking_confidence", "static_image_mode")
 REPLAY_STAMPS = ("now", "recorded")
+HANDS_MODES = ("one", "two")
 
 
 def finger_param(finger: str, end: str) -> str:
@@ -147,6 +156,7 @@ class TrackerNode(SafeLifecycleNode):
         self._worker: threading.Thread | None = None
         self._stop = threading.Event()
         self._pub_landmarks = self._pub_target = self._pub_joints = self._pub_diag = None
+        self._pub_sides: dict[str, tuple] = {}  # hands: two → side: (landmarks, target, joints)
         self._sub = None
         self._timer = None
         self._capture: _Capture | None = None
@@ -188,7 +198,11 @@ class TrackerNode(SafeLifecycleNode):
           "swapped so 'handedness' names the physical hand.")
         d(self, "backend", "mediapipe_hands", "Landmark backend: " + ", ".join(sorted(BACKENDS)) +
           " (legacy MediaPipe hands solution).")
-        d(self, "max_num_hands", 1, "Hands MediaPipe looks for.", range=(1, 4))
+        d(self, "max_num_hands", 1, "Hands MediaPipe looks for (at least 2 with hands: two).", range=(1, 4))
+        d(self, "hands", "one", "one: follow one hand (hand_preference) on /hand/target_flexions and "
+          "/hand/joint_flexions; two: follow both operator hands with identity tracking on "
+          "/hand/left/... and /hand/right/... (landmarks, target_flexions, joint_flexions). "
+          "Changeable only while unconfigured.")
         d(self, "model_complexity", 1, "MediaPipe landmark model: 0 lite (faster), 1 full.", range=(0, 1))
         d(self, "min_detection_confidence", 0.5, "MediaPipe palm detection threshold.", range=(0.0, 1.0))
         d(self, "min_tracking_confidence", 0.5, "MediaPipe tracking threshold (below: detect again).",
@@ -275,6 +289,13 @@ class TrackerNode(SafeLifecycleNode):
             except ValueError as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
         v = self._param_values(params)
+        if v["hands"] not in HANDS_MODES:
+            return SetParametersResult(successful=False, reason=(
+                f"hands must be one of {', '.join(HANDS_MODES)}, got {v['hands']!r}"))
+        if "hands" in names and self.lifecycle_state != "unconfigured":
+            return SetParametersResult(successful=False, reason=(
+                f"hands can only change while unconfigured (state {self.lifecycle_state}): its "
+                "publishers are created at configure"))
         if v["hand_preference"] not in HAND_PREFERENCES:
             return SetParametersResult(successful=False, reason=(
                 f"hand_preference must be one of {', '.join(HAND_PREFERENCES)}, got {v['hand_preference']!r}"))
@@ -333,6 +354,7 @@ class TrackerNode(SafeLifecycleNode):
         self._last_error = ""
         self._bad_frames = 0
         self._last_status = ""
+        self._sides_status: dict[str, str] = {}
         self._last_reason = ""
 
     def _now(self) -> float:
@@ -361,14 +383,21 @@ class TrackerNode(SafeLifecycleNode):
             self._release()
             return TransitionCallbackReturn.FAILURE
         self._spec = spec
+        two = v["hands"] == "two"
         with self._lock:
-            self._core = TrackerCore(cfg)
+            self._core = TwoHandCore(cfg) if two else TrackerCore(cfg)
         stream = contract.qos(contract.STREAM)
         if spec.kind != "topic":
             self._pub_landmarks = self.create_lifecycle_publisher(
                 HandLandmarksArray, contract.TOPIC_LANDMARKS, stream)
-        self._pub_target = self.create_lifecycle_publisher(JointState, contract.TOPIC_TARGET_FLEXIONS, stream)
-        self._pub_joints = self.create_lifecycle_publisher(JointState, contract.TOPIC_JOINT_FLEXIONS, stream)
+        if two:
+            side = contract.side_topic
+            self._pub_sides = {s: tuple(self.create_lifecycle_publisher(t, side(n, s), stream) for t, n in (
+                (HandLandmarksArray, contract.TOPIC_LANDMARKS), (JointState, contract.TOPIC_TARGET_FLEXIONS),
+                (JointState, contract.TOPIC_JOINT_FLEXIONS))) for s in contract.HAND_SIDES}
+        else:
+            self._pub_target = self.create_lifecycle_publisher(JointState, contract.TOPIC_TARGET_FLEXIONS, stream)
+            self._pub_joints = self.create_lifecycle_publisher(JointState, contract.TOPIC_JOINT_FLEXIONS, stream)
         self._pub_diag = self.create_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, stream)
         if spec.kind == "topic":
             self._sub = self.create_subscription(HandLandmarksArray, spec.target, self._on_landmarks, stream)
@@ -380,7 +409,8 @@ class TrackerNode(SafeLifecycleNode):
 
     def _make_backend(self) -> LandmarkBackend:
         v = self._param_values()
-        cfg = MediaPipeConfig(int(v["max_num_hands"]), int(v["model_complexity"]),
+        max_hands = max(int(v["max_num_hands"]), 2) if v["hands"] == "two" else int(v["max_num_hands"])
+        cfg = MediaPipeConfig(max_hands, int(v["model_complexity"]),
                               float(v["min_detection_confidence"]), float(v["min_tracking_confidence"]),
                               bool(v["static_image_mode"]))
         return create_backend(str(v["backend"]), cfg, mirror=bool(v["mirror"]))
@@ -458,9 +488,11 @@ class TrackerNode(SafeLifecycleNode):
         if self._backend is not None:
             self._backend.close()
             self._backend = None
-        for pub in (self._pub_landmarks, self._pub_target, self._pub_joints):
+        for pub in (self._pub_landmarks, self._pub_target, self._pub_joints,
+                    *(p for pubs in self._pub_sides.values() for p in pubs)):
             if pub is not None:
                 self.destroy_lifecycle_publisher(pub)
+        self._pub_sides = {}
         if self._pub_diag is not None:
             self.destroy_publisher(self._pub_diag)
         self._pub_landmarks = self._pub_target = self._pub_joints = self._pub_diag = None
@@ -549,24 +581,42 @@ class TrackerNode(SafeLifecycleNode):
         self._watchdog = "ok"
         self._last_frame = t3
         self._last_status, self._last_reason = out.status, out.reason
+        if isinstance(out, TwoHandOutput):
+            self._sides_status = {side: o.status for side, o in out.sides.items()}
+            for event in out.identity.events:
+                self.get_logger().info(f"hand identity, frame {index}: {event}")
         ms = {"decode": decode_ms, "inference": infer_ms, "geometry_filter": (t2 - t1) * 1e3,
               "publish": (t3 - t2) * 1e3}
         tracked = out.status == "tracked"
         self._stats_period.add(tracked, **ms)
         self._stats_total.add(tracked, **ms)
 
-    def _publish(self, out: TrackOutput, hands: list[HandObservation], index: int, stamp: Time, frame_id: str,
-                 width: int, height: int, landmarks) -> None:
+    def _publish(self, out: TrackOutput | TwoHandOutput, hands: list[HandObservation], index: int, stamp: Time,
+                 frame_id: str, width: int, height: int, landmarks) -> None:
         header = Header(stamp=stamp, frame_id=frame_id)
-        if landmarks is not None:
+
+        def array(hs: list[HandObservation]) -> HandLandmarksArray:
             msg = HandLandmarksArray(header=header)
-            for h in hands:
+            for h in hs:
                 msg.hands.append(HandLandmarks(
                     header=header, frame_index=int(index), handedness=h.handedness,
                     handedness_score=float(h.score), hand_id=int(h.hand_id), image_width=int(width),
                     image_height=int(height), image_landmarks=_points(np.nan_to_num(h.image)),
                     world_landmarks=_points(np.nan_to_num(h.world))))
-            landmarks.publish(msg)
+            return msg
+
+        if landmarks is not None:
+            landmarks.publish(array(hands))
+        if isinstance(out, TwoHandOutput):
+            for side, (pub_lm, pub_target, pub_joints) in self._pub_sides.items():
+                h = out.identity.hands[side]
+                if landmarks is not None:
+                    pub_lm.publish(array([h] if h is not None else []))
+                self._publish_flexions(out.sides[side], stamp, pub_target, pub_joints)
+            return
+        self._publish_flexions(out, stamp, self._pub_target, self._pub_joints)
+
+    def _publish_flexions(self, out: TrackOutput, stamp: Time, pub_target, pub_joints) -> None:
         if not out.publishable:
             return
         fingers, joints = out.finger_flexions, out.joint_flexions
@@ -574,10 +624,8 @@ class TrackerNode(SafeLifecycleNode):
             self.get_logger().error("non-finite flexion computed; frame not published", throttle_duration_sec=5.0)
             return
         flex_header = Header(stamp=stamp, frame_id="")
-        self._pub_target.publish(JointState(header=flex_header, name=list(FINGER_NAMES),
-                                            position=fingers.tolist()))
-        self._pub_joints.publish(JointState(header=flex_header, name=list(JOINT_NAMES),
-                                            position=joints.tolist()))
+        pub_target.publish(JointState(header=flex_header, name=list(FINGER_NAMES), position=fingers.tolist()))
+        pub_joints.publish(JointState(header=flex_header, name=list(JOINT_NAMES), position=joints.tolist()))
 
     def _on_landmarks(self, msg: HandLandmarksArray) -> None:
         """topic: replay — recorded/remote landmarks through geometry, filter and calibration."""
@@ -735,6 +783,12 @@ class TrackerNode(SafeLifecycleNode):
             "calibration": self._calibration_state,
             "last_error": self._last_error,
         }
+        core = self._core
+        if isinstance(core, TwoHandCore):
+            for side in contract.HAND_SIDES:
+                values[f"tracking_{side}"] = self._sides_status.get(side, "none")
+            values["identity_swaps"] = str(core.identity.swaps)
+            values["label_disagreements"] = str(core.identity.disagreements)
         for key in ("decode", "inference", "geometry_filter", "publish"):
             values[f"{key}_ms"] = f"{sp.mean(key):.3f}"
             values[f"{key}_ms_mean_total"] = f"{st.mean(key):.3f}"
