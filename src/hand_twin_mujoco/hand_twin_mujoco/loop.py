@@ -86,12 +86,17 @@ class PhysicsLoop:
             raise ValueError(f"publish_rate must be positive, got {rate}")
         self.publish_period = 1.0 / rate
 
-    def command(self, flexions: np.ndarray, stamp: float, received: float | None = None) -> None:
-        """Feed a validated command (flexions (5,) in [0, 1]; stamp = header stamp in s)."""
+    def command(self, flexions: np.ndarray, stamp: float, received: float | None = None,
+                hand: int | None = None) -> None:
+        """Feed a validated command (flexions (5,) in [0, 1]; stamp = header stamp in s); ``hand``:
+        which hand of a HandsWatchdog (two-hand twin) it is for."""
         cmd = Command(np.asarray(flexions, dtype=float).copy(),
                       self.clock() if received is None else received, stamp)
         with self.lock:
-            self.watchdog.feed(cmd)
+            if hand is None:
+                self.watchdog.feed(cmd)
+            else:
+                self.watchdog.feed(cmd, hand)
             self._commands += 1
 
     # --- one pass ----------------------------------------------------------------------------------
@@ -99,7 +104,7 @@ class PhysicsLoop:
         """Apply the watchdog's decision, step what is due, publish/sync if due. Returns steps."""
         with self.lock:
             decision = self.watchdog.decide(now)
-            self.sim.set_flexions(decision.flexions, urgent=decision.state is not WatchdogState.OK)
+            self.sim.set_flexions(decision.flexions, urgent=decision.urgent)
             self._decision = decision
             lag = (now - (self.pacer.start if self.pacer.start is not None else now)
                    - self.pacer.dropped_time) - self.pacer.steps * self.pacer.dt

@@ -28,8 +28,15 @@ class Param:
     array_type: type | None = None
 
 
+HANDS_MODES = ("one", "two")
+
 PARAMS: tuple[Param, ...] = (
-    Param("model_path", "", "MJCF scene to load; empty = hand_description's scene.xml (paths.scene_path())"),
+    Param("hands", "one",
+          "one: the single-hand twin on /hand/target_flexions; two: both hands of a two-hand scene (names "
+          "prefixed left_/right_; default hand_description's mjcf/scene_two_hands.xml), each following "
+          "/hand/<side>/target_flexions and publishing /hand_twin/<side>/joint_states and /hand_twin/<side>/tendons"),
+    Param("model_path", "", "MJCF scene to load; empty = hand_description's scene.xml (paths.scene_path()), "
+          "or mjcf/scene_two_hands.xml with hands: two"),
     Param("camera", "front", "camera of the scene used for offscreen rendering"),
     Param("integrator", "implicitfast",
           "MuJoCo integrator: implicitfast (default: joint damping and actuator kv implicit, stable for "
@@ -49,6 +56,10 @@ PARAMS: tuple[Param, ...] = (
     Param("safe_flexions", [0.0] * len(FINGER_NAMES),
           "flexion per finger (thumb index middle ring pinky, 0 open .. 1 closed) of the safe pose used "
           "before the first command and after command_timeout", live=True, array_type=float),
+    Param("command_deadband", [0.005] * len(FINGER_NAMES),
+          "per finger (thumb index middle ring pinky), flexion units in [0, 1): a command within this of the "
+          "value last applied to that finger is not re-applied (the applied value is kept; exact 0 and 1 always "
+          "pass); 0 = apply every change", live=True, array_type=float),
     Param("publish_rate", 100.0, "Hz of /hand_twin/joint_states and /hand_twin/tendons", range=(1.0, 500.0),
           live=True),
     Param("diagnostics_rate", 1.0, "Hz of /diagnostics", range=(0.1, 10.0)),
@@ -75,6 +86,7 @@ _BY_NAME = {p.name: p for p in PARAMS}
 
 @dataclass(frozen=True)
 class TwinConfig:
+    hands: str
     model_path: str
     camera: str
     integrator: str
@@ -84,6 +96,7 @@ class TwinConfig:
     reference_settle_time: float
     command_timeout: float
     safe_flexions: tuple[float, ...]
+    command_deadband: tuple[float, ...]
     publish_rate: float
     diagnostics_rate: float
     max_lag: float
@@ -115,6 +128,14 @@ def _check_value(name: str, value: Any) -> str | None:
             return f"safe_flexions needs {len(FINGER_NAMES)} values ({' '.join(FINGER_NAMES)}), got {len(vals)}"
         if not all(math.isfinite(v) and 0.0 <= v <= 1.0 for v in vals):
             return f"safe_flexions must be finite flexions in [0, 1], got {vals}"
+    if name == "command_deadband":
+        vals = list(value)
+        if len(vals) != len(FINGER_NAMES):
+            return f"command_deadband needs {len(FINGER_NAMES)} values ({' '.join(FINGER_NAMES)}), got {len(vals)}"
+        if not all(math.isfinite(v) and 0.0 <= v < 1.0 for v in vals):
+            return f"command_deadband must be finite flexions in [0, 1), got {vals}"
+    if name == "hands" and value not in HANDS_MODES:
+        return f"hands must be one of {', '.join(HANDS_MODES)}, got '{value}'"
     if name == "integrator" and value not in INTEGRATORS:
         return f"integrator must be one of {sorted(INTEGRATORS)}, got '{value}'"
     if name == "record_format" and value not in ("jpg", "png"):
@@ -131,6 +152,7 @@ def config_from(values: dict[str, Any]) -> TwinConfig:
             raise ValueError(reason)
     kw = {n: values[n] for n in PARAM_NAMES}
     kw["safe_flexions"] = tuple(float(v) for v in values["safe_flexions"])
+    kw["command_deadband"] = tuple(float(v) for v in values["command_deadband"])
     for n in ("gain_settle_time", "gain_damping_ratio", "gain_reach", "reference_settle_time", "command_timeout", "publish_rate",
               "diagnostics_rate", "max_lag", "render_rate"):
         kw[n] = float(kw[n])

@@ -96,7 +96,10 @@ class FrameRecorder:
     HEADER = ["frame", "file", "wall_time", "sim_time", "command_stamp", "command_received",
               "thumb", "index", "middle", "ring", "pinky", "watchdog"]
 
-    def __init__(self, directory: str, fmt: str = "jpg", jpeg_quality: int = 90):
+    def __init__(self, directory: str, fmt: str = "jpg", jpeg_quality: int = 90,
+                 flexion_names: tuple[str, ...] | None = None):
+        """flexion_names: the CSV's flexion columns (default thumb … pinky; the two-hand twin passes
+        ``left_thumb`` … ``right_pinky``)."""
         if fmt not in ("jpg", "png"):
             raise ValueError(f"record_format must be 'jpg' or 'png', got '{fmt}'")
         import cv2  # opencv-python-headless (pinned); only needed when recording
@@ -109,7 +112,8 @@ class FrameRecorder:
         self.count = 0
         self._csv_file = open(os.path.join(directory, "frames.csv"), "w", newline="")
         self._csv = csv.writer(self._csv_file)
-        self._csv.writerow(self.HEADER)
+        header = self.HEADER if flexion_names is None else [*self.HEADER[:6], *flexion_names, self.HEADER[-1]]
+        self._csv.writerow(header)
 
     def write(self, rgb: np.ndarray, meta: FrameMeta) -> str:
         """Write one frame; returns its file name. OSError if the disk refuses."""

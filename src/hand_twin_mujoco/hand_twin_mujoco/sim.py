@@ -25,10 +25,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from hand_tracking.contract import FINGER_NAMES
-
 from .gains import GainReport, apply_gains, size_gains
-from .model import HandModel, load_hand
+from .model import HandModel, combine_hands, load_hands
 from .targets import TendonMap, tendon_map
 
 #: ω·t at which a critically damped 2nd-order step response stays within 5 % of its final value.
@@ -72,11 +70,11 @@ class TwinSim:
         if not (np.isfinite(reference_settle_time) and reference_settle_time >= 0.0):
             raise ValueError(f"reference_settle_time must be ≥ 0 s, got {reference_settle_time}")
         self.omega_ref = SETTLE_5PCT_OMEGA_T / reference_settle_time if reference_settle_time > 0 else 0.0
-        self.flexions = np.zeros(len(FINGER_NAMES))
+        self.flexions = np.zeros(self.tmap.l_open.size)  # 5 per hand
         self.goal = self.tmap.ctrl(self.flexions)
         self.ref = self.goal.copy()
-        self.ref_vel = np.zeros(len(FINGER_NAMES))
-        self._urgent = False
+        self.ref_vel = np.zeros(self.tmap.l_open.size)
+        self._urgent: bool | np.ndarray = False
         self.resets = 0
         self.reset()
 
@@ -90,25 +88,26 @@ class TwinSim:
         kept as the goal; the reference restarts from the open lengths (the hand is open)."""
         mujoco.mj_resetDataKeyframe(self.model, self.data, self.hand.key_open)
         self.ref = self.tmap.l_open.copy() if self.omega_ref > 0 else self.goal.copy()
-        self.ref_vel = np.zeros(len(FINGER_NAMES))
+        self.ref_vel = np.zeros(self.tmap.l_open.size)
         self.data.ctrl[self.hand.actuator] = self.ref
         mujoco.mj_forward(self.model, self.data)
         self._warn_base = self._warning_counts()
 
-    def set_flexions(self, flexions: np.ndarray, urgent: bool = False) -> None:
-        """Command flexions (5,) in [0, 1] (flexor length goals, reached through the reference
-        filter); ValueError if invalid, and then nothing changes. ``urgent`` (the watchdog's safe
-        pose) halves the reference filter's settling time while this goal is followed."""
+    def set_flexions(self, flexions: np.ndarray, urgent: bool | np.ndarray = False) -> None:
+        """Command flexions (5,) in [0, 1] (5·n for n hands; flexor length goals, reached through the
+        reference filter); ValueError if invalid, and then nothing changes. ``urgent`` (the
+        watchdog's safe pose; a bool, or one per finger) halves the reference filter's settling time
+        while this goal is followed."""
         goal = self.tmap.ctrl(flexions)
         self.flexions = np.asarray(flexions, dtype=float).copy()
         self.goal = goal
-        self._urgent = bool(urgent)
+        self._urgent = urgent if isinstance(urgent, np.ndarray) else bool(urgent)
         if self.omega_ref == 0.0:
             self.ref = goal.copy()
             self.data.ctrl[self.hand.actuator] = goal
 
     def _advance_reference(self, dt: float) -> None:
-        w = self.omega_ref * (2.0 if self._urgent else 1.0)
+        w = self.omega_ref * np.where(self._urgent, 2.0, 1.0)
         self.ref_vel += (w * w * (self.goal - self.ref) - 2.0 * w * self.ref_vel) * dt
         self.ref += self.ref_vel * dt
         np.clip(self.ref, self.tmap.l_closed, self.tmap.l_open, out=self.ref)
@@ -179,6 +178,9 @@ class TwinBuild:
     gains: GainReport
     notes: tuple[str, ...]
     reference_settle_time: float = 0.06
+    #: Two-hand scenes: each hand alone and its gain report (``hand``/``tmap`` then cover all hands).
+    hands: tuple[HandModel, ...] = ()
+    gain_reports: tuple[GainReport, ...] = ()
 
     def sim(self) -> TwinSim:
         """A fresh TwinSim on this model (open keyframe, at rest)."""
@@ -193,15 +195,26 @@ def build_twin(
     damping_ratio: float = 1.0,
     reach: float = 0.95,
     reference_settle_time: float = 0.06,
+    prefixes: tuple[str, ...] = ("",),
 ) -> TwinBuild:
     """Load the model, measure the flexion → length map and size/apply the gains.
 
     Raises ModelContractError for a model that breaks the interface. ``notes`` collects the
-    warnings of gain sizing and actuator preparation (to be logged by the caller).
+    warnings of gain sizing and actuator preparation (to be logged by the caller). ``prefixes``:
+    one per hand of the scene (two-hand scene: ``("left_", "right_")``); with more than one, the
+    sim drives all hands at once (5 flexions per hand, in this order) and each hand's gains are
+    sized on its own.
     """
-    hand = load_hand(path, camera=camera, integrator=integrator)
-    tmap = tendon_map(hand)
-    report = size_gains(hand, tmap, settle_time=settle_time, damping_ratio=damping_ratio, reach=reach)
-    notes = apply_gains(hand, tmap, report)
-    return TwinBuild(hand=hand, tmap=tmap, gains=report, notes=tuple(report.warnings) + tuple(notes),
-                     reference_settle_time=reference_settle_time)
+    hands = load_hands(path, prefixes, camera=camera, integrator=integrator)
+    tmaps, reports, notes = [], [], []
+    for hand in hands:
+        tmap = tendon_map(hand)
+        report = size_gains(hand, tmap, settle_time=settle_time, damping_ratio=damping_ratio, reach=reach)
+        notes += list(report.warnings) + list(apply_gains(hand, tmap, report))
+        tmaps.append(tmap)
+        reports.append(report)
+    if len(hands) == 1:
+        return TwinBuild(hand=hands[0], tmap=tmaps[0], gains=reports[0], notes=tuple(notes),
+                         reference_settle_time=reference_settle_time)
+    return TwinBuild(hand=combine_hands(hands), tmap=TendonMap.concat(tmaps), gains=reports[0], notes=tuple(notes),
+                     reference_settle_time=reference_settle_time, hands=tuple(hands), gain_reports=tuple(reports))

@@ -27,7 +27,8 @@ from .model import HandModel, ModelContractError
 
 @dataclass(frozen=True)
 class TendonMap:
-    """Per-digit flexor lengths (m), shape (5,) in FINGER_NAMES order."""
+    """Per-digit flexor lengths (m), shape (5,) in FINGER_NAMES order (5·n, hand by hand, for
+    several hands: :meth:`concat`)."""
 
     l_open: np.ndarray
     l_closed: np.ndarray
@@ -40,13 +41,18 @@ class TendonMap:
     def ctrl(self, flexions: np.ndarray) -> np.ndarray:
         """Length targets (m) for flexions (5,) in [0, 1]; ValueError if non-finite or out of range."""
         f = np.asarray(flexions, dtype=float)
-        if f.shape != (len(FINGER_NAMES),):
-            raise ValueError(f"expected {len(FINGER_NAMES)} flexions, got shape {f.shape}")
+        if f.shape != self.l_open.shape:
+            raise ValueError(f"expected {self.l_open.size} flexions, got shape {f.shape}")
         if not np.all(np.isfinite(f)):
             raise ValueError(f"non-finite flexion in {f.tolist()}")
         if np.any(f < 0.0) or np.any(f > 1.0):
             raise ValueError(f"flexion outside [0, 1] in {f.tolist()}")
         return self.l_open + f * (self.l_closed - self.l_open)
+
+    @staticmethod
+    def concat(maps: list[TendonMap]) -> TendonMap:
+        """The maps of several hands, hand by hand."""
+        return TendonMap(np.concatenate([m.l_open for m in maps]), np.concatenate([m.l_closed for m in maps]))
 
     def flexion_of_length(self, lengths: np.ndarray) -> np.ndarray:
         """Inverse map (unclipped): the flexion whose target equals the given flexor lengths."""

@@ -14,6 +14,16 @@ Publishes (QoS STREAM unless noted):
   resets, render rate;
 - ``/hand_twin/image`` (sensor_msgs/Image rgb8, QoS IMAGE) when ``publish_image`` and rendering.
 
+Two hands (``hands: two``): the scene holds both hands (names prefixed ``left_``/``right_``,
+default hand_description's ``mjcf/scene_two_hands.xml``); each hand follows its own operator
+hand's ``/hand/<side>/target_flexions`` with its own watchdog (a hand whose commands stop goes to
+the safe pose alone) and publishes ``/hand_twin/<side>/joint_states`` and
+``/hand_twin/<side>/tendons`` (the same names and contents as the single-hand topics). One physics
+thread steps the whole scene.
+
+Every command passes a per-finger deadband (``command_deadband``, hand_tracking/deadband.py) before
+it reaches the physics: a value within the tolerance of the last applied one is not re-applied.
+
 Lifecycle: configure loads the model, sizes gains, creates publishers, the renderer (its own
 thread/GL context), recorder and viewer; activate subscribes and starts physics; deactivate stops
 physics (state kept); cleanup releases everything; shutdown works from any state.
@@ -32,14 +42,15 @@ from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import Image, JointState
 
 from hand_tracking import contract
+from hand_tracking.deadband import FlexionDeadband
 from hand_tracking.node_tools import SafeLifecycleNode, declare, run
 
 from .loop import PhysicsLoop
-from .model import ModelContractError
+from .model import ModelContractError, default_two_hands_scene_path
 from .params import PARAMS, check_change, config_from
 from .render import FrameMeta, FrameRecorder, RenderConfig, RenderWorker
 from .sim import SETTLE_5PCT_OMEGA_T, TwinSim, TwinState, build_twin
-from .watchdog import CommandWatchdog, Decision, WatchdogState
+from .watchdog import CommandWatchdog, Decision, HandsWatchdog, WatchdogState
 
 #: sensor_msgs/JointState: flexor tendons (length m, velocity m/s, effort = tension N).
 TOPIC_TWIN_TENDONS = "/hand_twin/tendons"
@@ -64,7 +75,10 @@ class TwinNode(SafeLifecycleNode):
         self.recorder: FrameRecorder | None = None
         self.viewer = None
         self._pubs: list = []
-        self._sub = None
+        self._subs: list = []
+        self._sides: tuple[str, ...] = ()  # hands: two → contract.HAND_SIDES (hand order of the sim)
+        self._side_pubs: list[tuple] = []  # per side: (joint states, tendons)
+        self._deadbands: list[FlexionDeadband] = []
         self._diag_timer = None
         self._rejected = 0
         self._errors_since_report: list[str] = []
@@ -87,6 +101,10 @@ class TwinNode(SafeLifecycleNode):
                 elif p.name == "safe_flexions":
                     with self.loop.lock:
                         self.loop.watchdog.set_safe_flexions(list(p.value))
+                elif p.name == "command_deadband":
+                    with self.loop.lock:
+                        for db in self._deadbands:
+                            db.tolerance = FlexionDeadband.check(list(p.value))
                 elif p.name == "reference_settle_time":
                     with self.loop.lock:
                         self.sim.omega_ref = (SETTLE_5PCT_OMEGA_T / p.value) if p.value > 0 else 0.0
@@ -105,37 +123,57 @@ class TwinNode(SafeLifecycleNode):
     def on_configure(self, state: State) -> TransitionCallbackReturn:
         try:
             cfg = config_from({p.name: self.get_parameter(p.name).value for p in PARAMS})
-            build = build_twin(cfg.model_path or None, camera=cfg.camera, integrator=cfg.integrator,
+            two = cfg.hands == "two"
+            sides = contract.HAND_SIDES if two else ()
+            path = cfg.model_path or (default_two_hands_scene_path() if two else None)
+            build = build_twin(path, camera=cfg.camera, integrator=cfg.integrator,
                                settle_time=cfg.gain_settle_time, damping_ratio=cfg.gain_damping_ratio,
-                               reach=cfg.gain_reach, reference_settle_time=cfg.reference_settle_time)
+                               reach=cfg.gain_reach, reference_settle_time=cfg.reference_settle_time,
+                               prefixes=tuple(f"{s}_" for s in sides) if two else ("",))
         except (ValueError, ModelContractError) as exc:
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
         self.cfg, self.build = cfg, build
+        self._sides = sides
+        self._deadbands = [FlexionDeadband(cfg.command_deadband) for _ in (sides or ("",))]
         log = self.get_logger()
         log.info(f"model {build.hand.path}: timestep {build.hand.timestep * 1e3:.2f} ms, integrator "
                  f"{cfg.integrator}; flexor lengths open {np.round(build.tmap.l_open * 1e3, 2).tolist()} mm, "
                  f"closed {np.round(build.tmap.l_closed * 1e3, 2).tolist()} mm")
-        for line in build.gains.lines():
-            (log.warning if line.startswith("WARNING") else log.info)(line)
-        for note in build.notes[len(build.gains.warnings):]:
-            log.warning(note)
+        for k, report in enumerate(build.gain_reports or (build.gains,)):
+            for line in report.lines():
+                (log.warning if line.startswith("WARNING") else log.info)(f"{sides[k]} hand: {line}" if sides else line)
+        reported = {w for r in (build.gain_reports or (build.gains,)) for w in r.warnings}
+        for note in build.notes:
+            if note not in reported:
+                log.warning(note)
         self.sim = build.sim()
-        self.loop = PhysicsLoop(self.sim, CommandWatchdog(cfg.command_timeout, cfg.safe_flexions),
+        watchdog = (HandsWatchdog(cfg.command_timeout, cfg.safe_flexions, len(sides)) if sides
+                    else CommandWatchdog(cfg.command_timeout, cfg.safe_flexions))
+        self.loop = PhysicsLoop(self.sim, watchdog,
                                 publish_rate=cfg.publish_rate, on_sample=self._publish_sample,
                                 on_event=self._on_event, max_lag=cfg.max_lag)
         stream = contract.qos(contract.STREAM)
-        self.pub_joints = self.create_publisher(JointState, contract.TOPIC_TWIN_JOINT_STATES, stream)
-        self.pub_tendons = self.create_publisher(JointState, TOPIC_TWIN_TENDONS, stream)
+        if sides:
+            self._side_pubs = [(self.create_publisher(JointState, contract.side_topic(contract.TOPIC_TWIN_JOINT_STATES, s),
+                                                      stream),
+                                self.create_publisher(JointState, contract.side_topic(TOPIC_TWIN_TENDONS, s), stream))
+                               for s in sides]
+            self.pub_joints, self.pub_tendons = self._side_pubs[0]
+        else:
+            self.pub_joints = self.create_publisher(JointState, contract.TOPIC_TWIN_JOINT_STATES, stream)
+            self.pub_tendons = self.create_publisher(JointState, TOPIC_TWIN_TENDONS, stream)
+            self._side_pubs = [(self.pub_joints, self.pub_tendons)]
         self.pub_diag = self.create_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, stream)
-        self._pubs = [self.pub_joints, self.pub_tendons, self.pub_diag]
+        self._pubs = [p for pair in self._side_pubs for p in pair] + [self.pub_diag]
         self.pub_image = None
         if cfg.renders and cfg.publish_image:
             self.pub_image = self.create_publisher(Image, contract.TOPIC_TWIN_IMAGE, contract.qos(contract.IMAGE))
             self._pubs.append(self.pub_image)
         try:
             if cfg.record_dir and cfg.render_rate > 0:
-                self.recorder = FrameRecorder(cfg.record_dir, cfg.record_format)
+                self.recorder = FrameRecorder(cfg.record_dir, cfg.record_format, flexion_names=tuple(
+                    f"{s}_{f}" for s in sides for f in contract.FINGER_NAMES) if sides else None)
                 log.info(f"recording frames to {cfg.record_dir}")
             if cfg.renders:
                 self.render_worker = RenderWorker(
@@ -174,13 +212,16 @@ class TwinNode(SafeLifecycleNode):
         self.loop.viewer_sync = sync
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
-        self._sub = self.create_subscription(JointState, contract.TOPIC_TARGET_FLEXIONS, self._on_command,
-                                             contract.qos(contract.LATEST))
+        latest = contract.qos(contract.LATEST)
+        topics = [contract.side_topic(contract.TOPIC_TARGET_FLEXIONS, s) for s in self._sides] \
+            or [contract.TOPIC_TARGET_FLEXIONS]
+        self._subs = [self.create_subscription(JointState, topic, lambda msg, k=k: self._on_command(msg, k), latest)
+                      for k, topic in enumerate(topics)]
         self._diag_timer = self.create_timer(1.0 / self.cfg.diagnostics_rate, self._publish_diagnostics)
         self.loop.start()
         if self.render_worker is not None and self.get_parameter("render_rate").value > 0:
             self.render_worker.enabled.set()
-        self.get_logger().info(f"active: following {contract.TOPIC_TARGET_FLEXIONS}, "
+        self.get_logger().info(f"active: following {', '.join(topics)}, "
                                f"command_timeout {self.loop.watchdog.timeout:.3f} s")
         return super().on_activate(state)
 
@@ -189,9 +230,9 @@ class TwinNode(SafeLifecycleNode):
             self.render_worker.enabled.clear()
         if self.loop is not None:
             self.loop.stop()
-        if self._sub is not None:
-            self.destroy_subscription(self._sub)
-            self._sub = None
+        for sub in self._subs:
+            self.destroy_subscription(sub)
+        self._subs = []
         if self._diag_timer is not None:
             self.destroy_timer(self._diag_timer)
             self._diag_timer = None
@@ -228,38 +269,46 @@ class TwinNode(SafeLifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     # --- inputs ------------------------------------------------------------------------------------
-    def _on_command(self, msg: JointState) -> None:
+    def _on_command(self, msg: JointState, hand: int = 0) -> None:
+        topic = (contract.side_topic(contract.TOPIC_TARGET_FLEXIONS, self._sides[hand]) if self._sides
+                 else contract.TOPIC_TARGET_FLEXIONS)
         try:
             values = contract.parse_flexions(msg.name, msg.position)
         except contract.FlexionContractError as exc:
             self._rejected += 1
-            self.get_logger().warning(f"rejected {contract.TOPIC_TARGET_FLEXIONS} message (not applied): {exc}",
-                                      throttle_duration_sec=1.0)
+            self.get_logger().warning(f"rejected {topic} message (not applied): {exc}", throttle_duration_sec=1.0)
             return
         flexions = np.array([values[f] for f in contract.FINGER_NAMES])
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        self.loop.command(flexions, stamp)
+        if self.loop is None:
+            return
+        with self.loop.lock:  # the deadband's tolerance may change live (parameter callback)
+            flexions, _ = self._deadbands[hand].offer(flexions)
+        self.loop.command(flexions, stamp, hand=hand if self._sides else None)
 
     # --- outputs (physics / render threads) --------------------------------------------------------
     def _publish_sample(self, s: TwinState, decision: Decision) -> None:
         stamp = self.get_clock().now().to_msg()
-        js = JointState()
-        js.header.stamp = stamp
-        js.name = list(contract.JOINT_NAMES)
-        js.position = s.position.tolist()
-        js.velocity = s.velocity.tolist()
-        js.effort = s.effort.tolist()
-        ts = JointState()
-        ts.header.stamp = stamp
-        ts.name = list(TENDON_NAMES)
-        ts.position = s.tendon_length.tolist()
-        ts.velocity = s.tendon_velocity.tolist()
-        ts.effort = s.tension.tolist()
-        try:
-            self.pub_joints.publish(js)
-            self.pub_tendons.publish(ts)
-        except Exception as exc:  # noqa: BLE001 - context shutting down under us
-            self.get_logger().debug(f"publish skipped: {exc}")
+        nj, nf = len(contract.JOINT_NAMES), len(contract.FINGER_NAMES)
+        for k, (pub_joints, pub_tendons) in enumerate(self._side_pubs):  # hand by hand in the sim's arrays
+            j, f = slice(k * nj, (k + 1) * nj), slice(k * nf, (k + 1) * nf)
+            js = JointState()
+            js.header.stamp = stamp
+            js.name = list(contract.JOINT_NAMES)
+            js.position = s.position[j].tolist()
+            js.velocity = s.velocity[j].tolist()
+            js.effort = s.effort[j].tolist()
+            ts = JointState()
+            ts.header.stamp = stamp
+            ts.name = list(TENDON_NAMES)
+            ts.position = s.tendon_length[f].tolist()
+            ts.velocity = s.tendon_velocity[f].tolist()
+            ts.effort = s.tension[f].tolist()
+            try:
+                pub_joints.publish(js)
+                pub_tendons.publish(ts)
+            except Exception as exc:  # noqa: BLE001 - context shutting down under us
+                self.get_logger().debug(f"publish skipped: {exc}")
 
     def _on_event(self, level: str, message: str) -> None:
         log = self.get_logger()
@@ -329,6 +378,7 @@ class TwinNode(SafeLifecycleNode):
             "watchdog": st.watchdog.value,
             "commands_received": str(st.commands),
             "commands_rejected": str(self._rejected),
+            "command_values_deadbanded": str(sum(db.suppressed for db in self._deadbands)),
             "resets": str(st.resets),
             "last_reset_reason": st.last_reset_reason or "",
             "sim_time_s": fmt(st.sim_time),
@@ -337,6 +387,10 @@ class TwinNode(SafeLifecycleNode):
             "frames_recorded": str(self.recorder.count if self.recorder is not None else 0),
             "model": self.build.hand.path,
         }
+        if isinstance(self.loop.watchdog, HandsWatchdog):
+            for side, w in zip(self._sides, self.loop.watchdog.hands):
+                values[f"watchdog_{side}"] = w.state.value
+                values[f"command_age_{side}_s"] = fmt(w.age(self.loop.clock()))
         status = DiagnosticStatus(level=level, name=f"{contract.TWIN_NODE}: physics", message=message,
                                   hardware_id="mujoco",
                                   values=[KeyValue(key=k, value=v) for k, v in values.items()])

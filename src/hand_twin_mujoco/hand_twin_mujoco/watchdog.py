@@ -51,6 +51,11 @@ class Decision:
     age: float
     command: Command | None
 
+    @property
+    def urgent(self) -> bool | np.ndarray:
+        """Whether the goal is a safe pose (moved to faster, see TwinSim.set_flexions)."""
+        return self.state is not WatchdogState.OK
+
 
 def validate_flexions(values, what: str = "flexions") -> np.ndarray:
     """(5,) finite floats in [0, 1] or ValueError naming the problem."""
@@ -104,6 +109,73 @@ class CommandWatchdog:
         if state is WatchdogState.OK:
             return Decision(self.last.flexions, state, changed, age, self.last)
         return Decision(self.safe, state, changed, age, None)
+
+
+@dataclass(frozen=True)
+class HandsDecision(Decision):
+    """A decision for several hands: ``flexions`` = 5 per hand, hand by hand; ``state`` = the
+    worst hand's (TIMED_OUT > WAITING > OK); ``per_hand`` = each hand's own decision, so a safe
+    pose is urgent for that hand's fingers only."""
+
+    per_hand: tuple[Decision, ...] = ()
+
+    @property
+    def urgent(self) -> np.ndarray:
+        return np.repeat([d.state is not WatchdogState.OK for d in self.per_hand], len(FINGER_NAMES))
+
+
+class HandsWatchdog:
+    """One :class:`CommandWatchdog` per hand (same timeout and safe pose): a hand whose commands stop
+    goes to the safe pose on its own, the others keep following theirs. Same interface as
+    CommandWatchdog, with ``feed(command, hand)``. Not thread-safe (caller locks)."""
+
+    _ORDER = (WatchdogState.OK, WatchdogState.WAITING, WatchdogState.TIMED_OUT)
+
+    def __init__(self, timeout: float, safe_flexions=None, hands: int = 2):
+        if hands < 1:
+            raise ValueError(f"hands must be >= 1, got {hands}")
+        self.hands = [CommandWatchdog(timeout, safe_flexions) for _ in range(hands)]
+        self.state = WatchdogState.WAITING
+        self._reported: WatchdogState | None = None
+
+    @property
+    def timeout(self) -> float:
+        return self.hands[0].timeout
+
+    @property
+    def safe(self) -> np.ndarray:
+        return self.hands[0].safe
+
+    @property
+    def last(self) -> Command | None:
+        cmds = [w.last for w in self.hands if w.last is not None]
+        return max(cmds, key=lambda c: c.received) if cmds else None
+
+    def set_timeout(self, timeout: float) -> None:
+        for w in self.hands:
+            w.set_timeout(timeout)
+
+    def set_safe_flexions(self, flexions) -> None:
+        for w in self.hands:
+            w.set_safe_flexions(flexions)
+
+    def feed(self, command: Command, hand: int = 0) -> None:
+        """Store a validated command of hand ``hand`` (5 flexions)."""
+        self.hands[hand].feed(command)
+
+    def age(self, now: float) -> float:
+        """Age of the stalest hand's newest command (inf if a hand never got one)."""
+        return max(w.age(now) for w in self.hands)
+
+    def decide(self, now: float) -> HandsDecision:
+        per = tuple(w.decide(now) for w in self.hands)
+        state = max((d.state for d in per), key=self._ORDER.index)
+        self.state = state
+        changed = any(d.changed for d in per) or state != self._reported
+        self._reported = state
+        newest = [d.command for d in per if d.command is not None]
+        return HandsDecision(np.concatenate([d.flexions for d in per]), state, changed,
+                             max(d.age for d in per), newest[0] if newest else None, per)
 
 
 class RealTimePacer:
