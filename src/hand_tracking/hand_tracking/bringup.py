@@ -36,6 +36,10 @@ NODES: dict[str, NodeSpec] = {
         NodeSpec("twin", "hand_twin_mujoco", "twin_node", contract.TWIN_NODE, "config/twin.yaml", actuator=True),
         NodeSpec("servo_driver", "hand_servo_driver", "servo_driver", contract.SERVO_DRIVER_NODE,
                  "config/servo_driver.yaml", actuator=True),
+        # SO-101 arm (package arm_teleop; names = arm_teleop.topics)
+        NodeSpec("arm_teleop", "arm_teleop", "arm_teleop", "arm_teleop", "config/arm_teleop.yaml"),
+        NodeSpec("arm_twin", "arm_teleop", "arm_twin", "arm_twin", "config/arm_twin.yaml", actuator=True),
+        NodeSpec("arm_driver", "arm_teleop", "arm_driver", "arm_driver", "config/arm_driver.yaml", actuator=True),
     )
 }
 
@@ -46,6 +50,7 @@ PROFILES: dict[str, tuple[str, ...]] = {
     "rviz": ("joint_mapper", "tracker"),
     "hardware": ("servo_driver", "tracker"),
     "demo": ("twin", "joint_mapper", "servo_driver", "tracker"),
+    "arm": ("arm_twin", "arm_driver", "arm_teleop", "tracker"),
 }
 
 #: Name of the lifecycle manager node that the launch files start.
