@@ -1,0 +1,240 @@
+"""``arm_driver``: the SO-101's Feetech STS3215 bus (1 Mbaud, IDs 1-6) as a ROS 2 lifecycle node.
+
+Two opt-ins, both false by default (see :mod:`arm_teleop.driver_core`): ``real_hardware`` false
+= **dry run** (the port is never opened; intended writes are logged once per
+``dry_run_log_period``); ``real_hardware`` alone = **read-only** (connects, torque off, publishes
+the measured joints, logs what it would write); ``real_hardware`` + ``allow_motion`` = **motion**.
+The opt-ins and the calibration can only change while unconfigured.
+
+Subscribes ``/arm/joint_commands`` (LATEST). Publishes ``/arm/joint_states`` (measured, rad;
+not in dry run) and ``/diagnostics`` (level, opt-in, bus retries/timeouts/corrupted packets, last
+error). Lifecycle: configure opens the bus (ping every ID, torque off); activate (motion) sets
+goal = present and turns torque on; a command older than ``command_timeout`` is not sent
+(servos hold); deactivate/cleanup/shutdown open the gripper and turn torque off (from any state).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.lifecycle import State, TransitionCallbackReturn
+from sensor_msgs.msg import JointState
+
+from arm_teleop import topics
+from arm_teleop.arm_model import ALL_JOINTS, ModelError, load_arm
+from arm_teleop.driver_core import ArmDriverCore, Calibration, OptIn, opt_in_level
+from hand_tracking import contract
+from hand_tracking.node_tools import SafeLifecycleNode, declare, run
+
+PARAMS = [
+    ("real_hardware", False, "opt-in 1: open the bus (alone: read-only, torque off)", None, None),
+    ("allow_motion", False, "opt-in 2 (with real_hardware): torque on and move", None, None),
+    ("port", "/dev/ttyACM0", "serial device of the bus adapter", None, None),
+    ("baud", 1000000, "bus baud rate", (9600, 1000000), None),
+    ("ids", [1, 2, 3, 4, 5, 6], "bus IDs of shoulder_pan .. gripper", None, int),
+    ("zero_ticks", [2048] * 6, "tick reading at joint angle 0, per servo (calibration)", None, int),
+    ("signs", [1] * 6, "+1/-1 per servo: tick direction of a positive joint angle", None, int),
+    ("gripper_min_ticks", 1900, "calibrated gripper tick range: lower end", (0, 4095), None),
+    ("gripper_max_ticks", 3300, "calibrated gripper tick range: upper end", (0, 4095), None),
+    ("retries", 3, "retries of a missing or corrupted status packet", (0, 10), None),
+    ("timeout_ms", 20.0, "wait for a status packet (ms)", (1.0, 500.0), None),
+    ("rate", 30.0, "control/read loop rate (Hz)", (1.0, 200.0), None),
+    ("command_timeout", 0.5, "commands older than this are not sent (s)", (0.05, 10.0), None),
+    ("model_path", "", "MJCF for limits and the gripper ctrlrange ('' = arm_description)", None, None),
+    ("dry_run_log_period", 1.0, "log intended writes at most this often (s)", (0.1, 60.0), None),
+    ("diagnostics_period", 1.0, "diagnostics period (s)", (0.1, 60.0), None),
+]
+STATIC = {"real_hardware", "allow_motion", "port", "baud", "ids", "zero_ticks", "signs", "gripper_min_ticks",
+          "gripper_max_ticks", "retries", "timeout_ms", "model_path"}
+
+
+class DriverNode(SafeLifecycleNode):
+    def __init__(self, **kwargs):
+        super().__init__(topics.DRIVER_NODE, **kwargs)
+        for name, default, desc, rng, arr in PARAMS:
+            declare(self, name, default, desc, array_type=arr, **({"range": rng} if rng is not None else {}))
+        self.add_on_set_parameters_callback(self._on_set)
+        self.core: ArmDriverCore | None = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self._timers: list = []
+        self._sub = None
+        self._js_pub = self._diag_pub = None
+        self._cmd: np.ndarray | None = None
+        self._cmd_t = 0.0
+        self._sent = 0
+        self._last_sent: np.ndarray | None = None
+        self._last_dry_log = 0.0
+        self._errors = 0
+        self._last_error = ""
+
+    def _p(self, name):
+        return self.get_parameter(name).value
+
+    def _on_set(self, params) -> SetParametersResult:
+        for p in params:
+            if p.name in STATIC and self.core is not None:
+                return SetParametersResult(successful=False,
+                                           reason=f"{p.name} can only change while unconfigured (cleanup first)")
+        return SetParametersResult(successful=True)
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+    def on_configure(self, state: State) -> TransitionCallbackReturn:
+        from arm_teleop.sts_bus import BusError, StsBus
+
+        level = opt_in_level(self._p("real_hardware"), self._p("allow_motion"))
+        if self._p("allow_motion") and not self._p("real_hardware"):
+            self.get_logger().warning("allow_motion without real_hardware: dry run")
+        try:
+            arm = load_arm(self._p("model_path") or None)
+            cal = Calibration(tuple(self._p("ids")), tuple(self._p("zero_ticks")), tuple(self._p("signs")),
+                              self._p("gripper_min_ticks"), self._p("gripper_max_ticks"))
+            problem = cal.problem()
+            if problem:
+                raise ValueError(problem)
+            bus = None
+            if level != OptIn.DRY_RUN:
+                bus = StsBus(self._p("port"), self._p("baud"), self._p("retries"), self._p("timeout_ms"))
+            self.core = ArmDriverCore(level, cal, arm.lower, arm.upper, bus, gripper_open=arm.gripper_open)
+            models = self.core.connect()
+        except (ValueError, ModelError, BusError) as exc:
+            self.get_logger().error(f"configure failed ({level.value}): {exc}")
+            if self.core is not None and self.core.bus is not None:
+                self.core.bus.close()
+            self.core = None
+            return TransitionCallbackReturn.FAILURE
+        self._js_pub = self.create_publisher(JointState, topics.DRIVER_JOINT_STATES, contract.qos(contract.STREAM))
+        self._diag_pub = self.create_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, contract.qos(contract.STREAM))
+        self._timers.append(self.create_timer(self._p("diagnostics_period"), self._diagnostics))
+        self.get_logger().info(f"configured: {level.value}" + (f", servos {models}" if models else
+                                                               " (no bus opened; intended writes are logged)"))
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: State) -> TransitionCallbackReturn:
+        try:
+            q = self.core.enable()
+        except Exception as exc:  # noqa: BLE001 - bus errors: refuse activation, arm stays limp
+            self.get_logger().error(f"activate failed: {exc}")
+            return TransitionCallbackReturn.FAILURE
+        if q is not None:
+            self.get_logger().info(f"torque on at {np.round(q, 3).tolist()} rad")
+        self._sub = self.create_subscription(JointState, topics.JOINT_COMMANDS, self._on_command,
+                                             contract.qos(contract.LATEST))
+        self._timers.append(self.create_timer(1.0 / self._p("rate"), self._tick))
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: State) -> TransitionCallbackReturn:
+        self._stop_io()
+        if self.core is not None and self.core.level == OptIn.MOTION:
+            self._safe(lambda: (self.core._write_gripper(self.core.gripper_open), self.core.torque_off()))
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _safe(self, fn) -> None:
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001
+            self.get_logger().error(f"safe-pose step failed: {exc}")
+
+    def _stop_io(self) -> None:
+        if self._sub is not None:
+            self.destroy_subscription(self._sub)
+            self._sub = None
+        for t in self._timers[1:]:
+            self.destroy_timer(t)
+        self._timers = self._timers[:1]
+
+    def _release(self) -> None:
+        self._stop_io()
+        if self.core is not None:
+            self.core.shutdown()  # MOTION: gripper open, torque off; READ_ONLY: torque off; closes the port
+            if self.core.last_error:
+                self.get_logger().error(f"shutdown: {self.core.last_error}")
+            else:
+                self.get_logger().info(f"shutdown: {self.core.level.value}, torque off")
+        for t in self._timers:
+            self.destroy_timer(t)
+        for pub in (self._js_pub, self._diag_pub):
+            if pub is not None:
+                self.destroy_publisher(pub)
+        self.core = None
+        self._reset()
+
+    # --- commands and the loop ---------------------------------------------------------------------
+    def _on_command(self, msg: JointState) -> None:
+        d = dict(zip(msg.name, msg.position))
+        q = np.array([d.get(j, math.nan) for j in ALL_JOINTS])
+        if len(msg.name) != len(msg.position) or not np.all(np.isfinite(q)):
+            self.get_logger().warning(f"command rejected: needs finite {list(ALL_JOINTS)}, got {list(msg.name)}",
+                                      throttle_duration_sec=5.0)
+            return
+        self._cmd = q
+        self._cmd_t = time.monotonic()
+
+    def _tick(self) -> None:
+        core = self.core
+        if core is None:
+            return
+        from arm_teleop.sts_bus import BusError
+
+        try:
+            if core.bus is not None:
+                q = core.read()
+                js = JointState()
+                js.header.stamp = self.get_clock().now().to_msg()
+                js.name = list(ALL_JOINTS)
+                js.position = [float(x) for x in q]
+                self._js_pub.publish(js)
+            fresh = self._cmd is not None and time.monotonic() - self._cmd_t <= self._p("command_timeout")
+            if fresh and (self._last_sent is None or not np.array_equal(self._cmd, self._last_sent)):
+                writes = core.command(self._cmd)
+                self._last_sent = self._cmd
+                self._sent += 1
+                now = time.monotonic()
+                if core.level != OptIn.MOTION and now - self._last_dry_log >= self._p("dry_run_log_period"):
+                    self._last_dry_log = now
+                    self.get_logger().info(f"{core.level.value}: would write " + "; ".join(str(w) for w in writes))
+        except (BusError, OSError) as exc:
+            self._errors += 1
+            self._last_error = str(exc)
+            self.get_logger().error(f"bus: {exc}", throttle_duration_sec=2.0)
+
+    def _diagnostics(self) -> None:
+        core = self.core
+        if core is None or self._diag_pub is None:
+            return
+        st = DiagnosticStatus(name=f"{topics.DRIVER_NODE}: sts3215 bus", hardware_id=self._p("port"))
+        st.level = DiagnosticStatus.ERROR if self._last_error and self._errors else (
+            DiagnosticStatus.WARN if core.level != OptIn.MOTION else DiagnosticStatus.OK)
+        st.message = f"{core.level.value}, {self.lifecycle_state}" + (f", {self._last_error}" if self._last_error else "")
+        vals = {"opt_in": core.level.value, "torque_on": core.torque_on, "commands": self._sent,
+                "intended_writes": len(core.intended), "errors": self._errors}
+        if core.bus is not None:
+            s = core.bus.stats
+            vals.update(transactions=s.transactions, retries=s.retries, timeouts=s.timeouts,
+                        corrupted=s.corrupted, failures=s.failures)
+        st.values = [KeyValue(key=k, value=str(v)) for k, v in vals.items()]
+        arr = DiagnosticArray(status=[st])
+        arr.header.stamp = self.get_clock().now().to_msg()
+        self._diag_pub.publish(arr)
+
+
+def main(args=None) -> None:
+    sys.exit(run(DriverNode, args))
+
+
+if __name__ == "__main__":
+    main()
