@@ -196,6 +196,27 @@ def test_deadband_suppresses_repeats(rig):
           f"{len(rig.frames(t0, 'heartbeat'))} heartbeats")
 
 
+def test_held_pose_produces_no_repeated_frames_on_the_wire(rig):
+    """Issue 11 deadband acceptance: a pose held by the operator (the same flexions again and again,
+    as a tracker holding a still hand publishes them at 30 Hz) puts no SET_PULSES frame on the wire,
+    only heartbeats; the first frame of every move carries new pulses, never a repeat."""
+    held = [0.1, 0.3, 0.5, 0.7, 0.9]
+    t_move = time.monotonic()
+    rig.stream(held, 0.2)
+    rig.wait_outputs([1100, 1300, 1500, 1700, 1900], timeout=5.0)
+    t0 = time.monotonic()
+    rig.stream(held, 1.5)  # 45 identical commands
+    on_wire = rig.frames(t0)
+    assert [r for r in on_wire if r["msg"] == "set_pulses"] == []
+    assert len([r for r in on_wire if r["msg"] == "heartbeat"]) >= 10
+    assert rig.outputs() == [1100, 1300, 1500, 1700, 1900]
+    moves = [r["outputs"] for r in rig.frames(t_move, "set_pulses")]
+    assert moves and all(a != b for a, b in zip(moves, moves[1:]))  # no frame repeats the previous one
+    print(f"\nheld pose: 45 identical commands in 1.5 s → 0 SET_PULSES, "
+          f"{len([r for r in on_wire if r['msg'] == 'heartbeat'])} heartbeats; the move before it: "
+          f"{len(moves)} frames, none repeated")
+
+
 def test_invalid_flexions_are_ignored_with_a_log(rig):
     rig.stream(TARGET, 0.4)
     rig.wait_outputs(TARGET_US)
