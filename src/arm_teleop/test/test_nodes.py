@@ -1,0 +1,152 @@
+"""The three arm nodes as separate processes, driven through topics and the standard services:
+arm_teleop (synthetic hand frames) → arm_twin (MuJoCo) and arm_driver (simulated STS3215 bus
+on a pty, both opt-ins on), plus a default (dry-run) driver that must never touch its bus."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+
+import numpy as np
+import pytest
+import yaml
+from arm_teleop import sts_protocol as p
+from arm_teleop import topics
+from arm_teleop.arm_model import load_arm
+from arm_teleop.driver_core import Calibration
+from arm_teleop.sim_bus import PtySimBus, SimBus
+from hand_msgs.msg import HandLandmarks, HandLandmarksArray
+from rcl_interfaces.srv import ListParameters
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from std_srvs.srv import SetBool, Trigger
+
+from hand_tracking import bringup, contract
+from hand_tracking.geometry import synthetic_hand
+from hand_tracking.testing import NodeProcess, RosProbe, wait_until
+
+OPEN = np.full(15, math.pi - 0.15)
+FIST = np.array([2.3, 2.3, 2.3] + [1.4, 1.2, 1.6] * 4)
+
+
+def hand_msg(t: float, i: int, angles=OPEN, pinch: bool = False) -> HandLandmarksArray:
+    from geometry_msgs.msg import Point
+
+    world = synthetic_hand(angles)
+    if pinch:
+        world[4] = world[8] + 0.15 * np.linalg.norm(world[9] - world[0]) * np.array([1.0, 0, 0])
+    img = world[:, :2] / np.linalg.norm(world[9, :2] - world[0, :2]) * 0.2
+    image = np.c_[0.5 - (img[:, 0] - img[0, 0]) * 720 / 1280, 0.5 + img[:, 1] - img[0, 1], np.zeros(21)]
+    h = HandLandmarks(frame_index=i, handedness="right", handedness_score=0.95, image_width=1280, image_height=720)
+    h.header.stamp.sec, h.header.stamp.nanosec = int(t), int((t % 1) * 1e9)
+    h.image_landmarks = [Point(x=float(a), y=float(b), z=0.0) for a, b, _ in image]
+    h.world_landmarks = [Point(x=float(a), y=float(b), z=float(c)) for a, b, c in world]
+    msg = HandLandmarksArray(hands=[h])
+    msg.header = h.header
+    return msg
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory):
+    logs = tmp_path_factory.mktemp("arm_nodes")
+    motion_bus, dry_bus = SimBus(), SimBus()
+    motion_srv, dry_srv = PtySimBus(motion_bus), PtySimBus(dry_bus)
+    share = {k: bringup.share_file(s.package, s.params_file) for k, s in bringup.NODES.items() if s.package == "arm_teleop"}
+    procs = {
+        "arm_teleop": NodeProcess.module("arm_teleop.teleop_node", "--ros-args", "--params-file", share["arm_teleop"],
+                                         log_path=str(logs / "teleop.log")),
+        "arm_twin": NodeProcess.module("arm_teleop.twin_node", "--ros-args", "--params-file", share["arm_twin"],
+                                       log_path=str(logs / "twin.log")),
+        "arm_driver": NodeProcess.module("arm_teleop.driver_node", "--ros-args", "--params-file", share["arm_driver"],
+                                         "-p", "real_hardware:=true", "-p", "allow_motion:=true",
+                                         "-p", f"port:={motion_srv.port}", log_path=str(logs / "driver.log")),
+        "dry_driver": NodeProcess.module("arm_teleop.driver_node", "--ros-args", "-r", "__node:=dry_driver",
+                                         "-p", f"port:={dry_srv.port}", log_path=str(logs / "dry.log")),
+    }
+    probe = RosProbe("arm_nodes_probe")
+    try:
+        yield probe, procs, motion_bus, dry_bus, share
+    finally:
+        probe.close()
+        for proc in procs.values():
+            proc.stop()
+        motion_srv.close()
+        dry_srv.close()
+
+
+def _flatten(d, prefix=""):
+    out = []
+    for k, v in d.items():
+        out += _flatten(v, f"{prefix}{k}.") if isinstance(v, dict) else [f"{prefix}{k}"]
+    return out
+
+
+def test_parameter_files_only_set_declared_parameters(system):
+    probe, procs, _, _, share = system
+    for name in ("arm_teleop", "arm_twin", "arm_driver"):
+        try:
+            res = probe.call(ListParameters, f"/{name}/list_parameters", ListParameters.Request(), timeout=30)
+        except TimeoutError as exc:
+            raise AssertionError(f"{name} did not start:\n{procs[name].tail()}") from exc
+        with open(share[name]) as f:
+            keys = set(_flatten(yaml.safe_load(f)[name]["ros__parameters"]))
+        assert keys <= set(res.result.names), sorted(keys - set(res.result.names))
+
+
+def test_gesture_session_through_the_nodes(system):
+    probe, procs, bus, dry_bus, _ = system
+    arm = load_arm()
+    for name in ("arm_twin", "arm_driver", "dry_driver", "arm_teleop"):
+        assert probe.change_state(name, "configure"), procs.get(name, procs["dry_driver"]).tail()
+        assert probe.change_state(name, "activate")
+    assert probe.set_parameters("arm_teleop", control_mode="telepathy")[0].successful is False
+    cmds = probe.collect(JointState, topics.JOINT_COMMANDS, contract.qos(contract.STREAM))
+    states = probe.collect(String, topics.TELEOP_STATE, contract.qos(contract.STREAM))
+    twin = probe.collect(JointState, topics.TWIN_JOINT_STATES, contract.qos(contract.STREAM))
+    measured = probe.collect(JointState, topics.DRIVER_JOINT_STATES, contract.qos(contract.STREAM))
+    pub = probe.publisher(HandLandmarksArray, contract.TOPIC_LANDMARKS, contract.qos(contract.STREAM))
+    probe.wait_for_subscribers(pub)
+    wait_until(lambda: len(twin) > 0 and len(measured) > 0, 20, "twin and driver joint states")
+    t0, i = 1000.0, 0
+
+    def send(n, **kw):
+        nonlocal i
+        for _ in range(n):
+            pub.publish(hand_msg(t0 + i / 30, i, **kw))
+            i += 1
+            time.sleep(1 / 30)
+
+    send(30)  # 1 s open palm: arms after 0.5 s
+    send(30, pinch=True)  # pinch: gripper closes
+    wait_until(lambda: cmds and abs(cmds[-1].position[5] - arm.gripper_closed) < 1e-6, 5, "gripper closed")
+    time.sleep(0.5)
+    closed_tick = Calibration().to_ticks(np.r_[np.zeros(5), arm.gripper_closed])[-1]
+    grip_writes = [w for w in bus.writes if w["id"] == 6 and w["addr"] == p.ADDR_GOAL_POSITION]
+    assert grip_writes and p.unword(*grip_writes[-1]["data"]) == closed_tick  # reached the bus
+    assert twin[-1].position[5] < arm.gripper_closed + 0.3  # the twin's jaw followed
+    send(20)  # open again
+    send(5, angles=FIST)
+    wait_until(lambda: states and json.loads(states[-1].data)["state"] == "DISABLED", 5, "fist disarms")
+    seq = [json.loads(s.data)["state"] for s in states]
+    runs = [s for k, s in enumerate(seq) if k == 0 or s != seq[k - 1]]
+    assert runs == ["DISABLED", "ARMED", "DISABLED"], runs
+    n_cmds = len(cmds)
+    # latched e-stop over the service: nothing is commanded any more, even after a fresh palm
+    assert probe.call(Trigger, "/arm_teleop/estop", Trigger.Request()).success
+    send(40)
+    time.sleep(0.3)
+    assert len(cmds) == n_cmds and json.loads(states[-1].data)["state"] == "ESTOP"
+    assert not probe.call(SetBool, "/arm_teleop/manual", SetBool.Request(data=True)).success
+    assert probe.call(Trigger, "/arm_teleop/clear_estop", Trigger.Request()).success
+    send(40)  # the palm was held through the clear: not fresh
+    assert json.loads(states[-1].data)["state"] == "DISABLED" and len(cmds) == n_cmds
+    # the dry-run driver received the same commands and never touched its bus
+    assert dry_bus.instructions == 0 and dry_bus.writes == []
+    # shutdown of the moving driver: gripper opened, then torque off everywhere
+    assert probe.change_state("arm_driver", "deactivate")
+    tail = bus.writes[-7:]
+    assert tail[0]["id"] == 6 and tail[0]["addr"] == p.ADDR_GOAL_POSITION
+    assert all(w["addr"] == p.ADDR_TORQUE_ENABLE and w["data"] == [0] for w in tail[1:])
+    assert all(not s.torque for s in bus.servos.values())
+    assert all(np.all(np.isfinite(c.position)) for c in cmds)
