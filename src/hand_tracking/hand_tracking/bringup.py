@@ -51,7 +51,20 @@ PROFILES: dict[str, tuple[str, ...]] = {
     "hardware": ("servo_driver", "tracker"),
     "demo": ("twin", "joint_mapper", "servo_driver", "tracker"),
     "arm": ("arm_twin", "arm_driver", "arm_teleop", "tracker"),
+    "two_hands": ("twin", "tracker"),
 }
+
+#: Parameters a profile sets on its nodes on top of their YAML files (launch files and the runner
+#: alike; a runner ``-p`` override still wins): profile -> node key -> {parameter: value}.
+PROFILE_PARAMS: dict[str, dict[str, dict[str, object]]] = {
+    # both operator hands, identity-tracked, each driving its own hand of the two-hand twin
+    "two_hands": {"tracker": {"hands": "two"}, "twin": {"hands": "two"}},
+}
+
+
+def profile_params(profile: str, key: str) -> dict[str, object]:
+    """The parameters ``profile`` sets on node ``key`` (empty when none)."""
+    return dict(PROFILE_PARAMS.get(profile, {}).get(key, {}))
 
 #: Name of the lifecycle manager node that the launch files start.
 LIFECYCLE_MANAGER_NODE = "hand_lifecycle_manager"
