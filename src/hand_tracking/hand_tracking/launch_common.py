@@ -20,7 +20,7 @@ from launch_ros.actions import LifecycleNode, Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
-from hand_tracking.bringup import LIFECYCLE_MANAGER_NODE, NodeSpec, profile_nodes
+from hand_tracking.bringup import LIFECYCLE_MANAGER_NODE, NodeSpec, profile_nodes, profile_params
 from launch import LaunchDescription
 
 
@@ -55,13 +55,14 @@ def _arguments(specs: list[NodeSpec]) -> list[DeclareLaunchArgument]:
     return args
 
 
-def _node(spec: NodeSpec) -> LifecycleNode:
+def _node(spec: NodeSpec, profile: str = "") -> LifecycleNode:
     return LifecycleNode(
         package=spec.package,
         executable=spec.executable,
         name=spec.name,
         namespace="",
-        parameters=[LaunchConfiguration(f"{spec.key}_params"), _overrides(spec.key)],
+        parameters=[LaunchConfiguration(f"{spec.key}_params"), _overrides(spec.key),
+                    *([params] if (params := profile_params(profile, spec.key)) else [])],
         output="screen",
         emulate_tty=True,
     )
@@ -80,7 +81,7 @@ def profile_launch(profile: str, extra_arguments=(), extra_actions=()) -> Launch
         output="screen",
     )
     return LaunchDescription(
-        _arguments(specs) + list(extra_arguments) + [_node(s) for s in specs] + list(extra_actions) + [manager]
+        _arguments(specs) + list(extra_arguments) + [_node(s, profile) for s in specs] + list(extra_actions) + [manager]
     )
 
 
