@@ -27,7 +27,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hand_tracking import contract
-from hand_tracking.bringup import NodeSpec, executable_path, profile_nodes, share_file, shutdown_order
+from hand_tracking.bringup import (
+    NodeSpec,
+    executable_path,
+    profile_nodes,
+    profile_params,
+    share_file,
+    shutdown_order,
+)
 from hand_tracking.processes import NodeProcess, require_local_ros_env
 from hand_tracking.stats import percentiles_ms, rate_hz
 
@@ -39,6 +46,12 @@ RECORDED_TOPICS: dict[str, str] = {
     contract.TOPIC_JOINT_STATES: "sensor_msgs/msg/JointState",
     contract.TOPIC_TWIN_JOINT_STATES: "sensor_msgs/msg/JointState",
     contract.TOPIC_DIAGNOSTICS: "diagnostic_msgs/msg/DiagnosticArray",
+    # two hands (tracker / twin hands: two)
+    **{contract.side_topic(t, s): ty for s in contract.HAND_SIDES for t, ty in (
+        (contract.TOPIC_LANDMARKS, "hand_msgs/msg/HandLandmarksArray"),
+        (contract.TOPIC_TARGET_FLEXIONS, "sensor_msgs/msg/JointState"),
+        (contract.TOPIC_JOINT_FLEXIONS, "sensor_msgs/msg/JointState"),
+        (contract.TOPIC_TWIN_JOINT_STATES, "sensor_msgs/msg/JointState"))},
 }
 
 #: The runner's subscriptions (recorder and measurements): reliable like the publishers, with a deep reader queue so that a
@@ -90,6 +103,10 @@ class Runner:
         require_local_ros_env()
         self.cfg = cfg
         self.specs: list[NodeSpec] = profile_nodes(cfg.profile)
+        for spec in self.specs:  # the profile's own parameters (two_hands: hands: two); -p overrides win
+            for k, v in profile_params(cfg.profile, spec.key).items():
+                cfg.overrides.setdefault(spec.key, {}).setdefault(k, v)
+        self.two_hands = cfg.overrides.get("tracker", {}).get("hands") == "two"
         self.log_dir = cfg.out_dir / "logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.procs: dict[str, NodeProcess] = {}
@@ -182,8 +199,9 @@ class Runner:
         node = self.probe.node
         node.create_subscription(HandLandmarksArray, contract.TOPIC_LANDMARKS, self._on_landmarks,
                                  contract.qos(MONITOR_QOS))
-        node.create_subscription(JointState, contract.TOPIC_TARGET_FLEXIONS, self._on_flexions,
-                                 contract.qos(MONITOR_QOS))
+        for topic in ([contract.side_topic(contract.TOPIC_TARGET_FLEXIONS, s) for s in contract.HAND_SIDES]
+                      if self.two_hands else [contract.TOPIC_TARGET_FLEXIONS]):
+            node.create_subscription(JointState, topic, self._on_flexions, contract.qos(MONITOR_QOS))
         node.create_subscription(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, self._on_diagnostics,
                                  contract.qos(MONITOR_QOS))
 
@@ -222,9 +240,13 @@ class Runner:
         if self.bag is None:
             return
         node = self.probe.node
-        expected = {contract.TOPIC_LANDMARKS, contract.TOPIC_TARGET_FLEXIONS}
+        sides = contract.HAND_SIDES if self.two_hands else ()
+        expected = {contract.TOPIC_LANDMARKS}
+        expected |= {contract.side_topic(contract.TOPIC_TARGET_FLEXIONS, s) for s in sides} or {contract.TOPIC_TARGET_FLEXIONS}
         if any(s.key == "twin" for s in self.specs):
-            expected.add(contract.TOPIC_TWIN_JOINT_STATES)
+            twin_two = self.cfg.overrides.get("twin", {}).get("hands") == "two"
+            expected |= ({contract.side_topic(contract.TOPIC_TWIN_JOINT_STATES, s) for s in contract.HAND_SIDES}
+                         if twin_two else {contract.TOPIC_TWIN_JOINT_STATES})
         if any(s.key == "joint_mapper" for s in self.specs):
             expected.add(contract.TOPIC_JOINT_STATES)
         end = time.monotonic() + timeout
@@ -381,7 +403,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="runner", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    for profile in ("demo", "sim", "rviz", "hardware"):
+    for profile in ("demo", "sim", "rviz", "hardware", "two_hands"):
         s = sub.add_parser(profile, help=f"run the '{profile}' node set")
         s.add_argument("--video", help="video file for the tracker (default for demo: the shared hand video)")
         s.add_argument("--source", help="tracker source, e.g. camera:0 (overrides --video)")
