@@ -131,7 +131,8 @@ def _console_scripts(package: str) -> dict[str, str]:
     return {ep.name: ep.value for ep in eps if ep.group == "console_scripts"}
 
 
-LAUNCH_FILES = {"sim.launch.py": "sim", "rviz.launch.py": "rviz", "hardware.launch.py": "hardware"}
+LAUNCH_FILES = {"sim.launch.py": "sim", "rviz.launch.py": "rviz", "hardware.launch.py": "hardware",
+                "two_hands.launch.py": "two_hands"}
 
 
 @pytest.mark.parametrize("launch_file", sorted(LAUNCH_FILES))
@@ -164,6 +165,18 @@ def test_launch_file_names_real_executables_and_files(launch_file):
         with open(params) as f:
             doc = yaml.safe_load(f)
         assert list(doc) == [s.name], f"{params} must configure exactly /{s.name}"
+
+
+def test_two_hands_launch_sets_the_profile_parameters():
+    entities = load_launch("two_hands.launch.py")
+    nodes = {e.kw["name"]: e for e in entities if e.kind == "LifecycleNode"}
+    for name in (bringup.NODES["tracker"].name, bringup.NODES["twin"].name):
+        params = nodes[name].kw["parameters"]
+        assert {"hands": "two"} in params, f"{name}: {params}"
+    # the single-hand profiles do not
+    for e in load_launch("sim.launch.py"):
+        if e.kind == "LifecycleNode":
+            assert not any(isinstance(p, dict) and "hands" in p for p in e.kw["parameters"])
 
 
 def test_rviz_launch_loads_the_hand_urdf_and_config():
@@ -248,7 +261,8 @@ def test_lifecycle_manager_brings_nodes_to_active(tmp_path):
             return all(probe.get_state(s.name) == "active" for s in specs)
 
         wait_until(all_active, 40, "both nodes active")
-        assert "active: joint_mapper, hand_twin" in manager.output()
+        # the manager logs after its last activation call returns: wait for the line, not just the states
+        wait_until(lambda: "active: joint_mapper, hand_twin" in manager.output(), 10, "the manager's log line")
     finally:
         probe.close()
         for p in [manager, *procs]:
