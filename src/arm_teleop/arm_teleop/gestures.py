@@ -11,7 +11,11 @@ a single curled finger 2.1-2.2 rad, fist 1.5-1.8 rad; thumb open 2.85-2.95, tuck
 Pinch: thumb tip–index tip distance divided by the palm length (wrist–middle MCP, ≈ 9-10 cm in
 world landmarks) so it does not depend on the hand's size. **Hysteresis**: the pinch engages below
 ``pinch_close`` and releases only above ``pinch_open`` (> close): when thumb and index touch, the
-landmarks of the occluded tips jitter by several mm, and one threshold would chatter. A pinch
+landmarks of the occluded tips jitter by several mm, and one threshold would chatter. Measured on
+the shared video (legacy MediaPipe, model_complexity 0): the thumb–index pinch reads 0.23-0.27,
+the thumb–middle pinch that follows it 0.31-0.37 (index nearby), an open hand 0.6-1.0;
+model_complexity 1 reads the index pinch 0.28-0.32 and the middle pinch above 0.57. Defaults
+0.30 / 0.45. A pinch
 engages only while at least ``pinch_min_other_extended`` of middle/ring/pinky are extended: a hand
 closing into a fist passes through a thumb–index contact that is not a pinch (shared video,
 frame 255). Priority: fist (no digit extended) > pinch > open palm (≥ ``open_min_extended``
@@ -49,7 +53,7 @@ class GestureConfig:
     finger_extended_angle: float = 2.40
     thumb_extended_angle: float = 2.65
     open_min_extended: int = 4
-    pinch_close: float = 0.28
+    pinch_close: float = 0.30
     pinch_open: float = 0.45
     pinch_min_other_extended: int = 2
 
