@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VIDEO ?= ../shared/media/human_hand_video.mp4
 OUT ?= out
 
-.PHONY: all bootstrap demo test lint clean
+.PHONY: all bootstrap demo arm-demo test lint clean
 
 all: test
 
@@ -15,6 +15,10 @@ test: bootstrap
 
 demo: bootstrap
 	@. tools/env.sh && python -m hand_tracking.runner demo --video "$(VIDEO)" --out "$(OUT)"
+
+# the gesture-teleoperated SO-101 arm (arm_teleop) on the video: out/arm/arm_demo.mp4, summary.json
+arm-demo: bootstrap
+	@. tools/env.sh && python -m arm_teleop.demo --video "$(VIDEO)" --out "$(OUT)/arm"
 
 lint: bootstrap
 	@. tools/env.sh && ruff check src tools conftest.py
