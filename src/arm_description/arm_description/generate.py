@@ -30,6 +30,17 @@ OUTPUTS = ("urdf/so101.urdf", "mjcf/so101.xml")
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent.parent
 
 
+def default_package_dir() -> pathlib.Path:
+    """The package source directory: next to this module (a checkout), else
+    ``$HAND_TELEOP_ROOT/src/arm_description`` (tools/env.sh sets it), else the current directory."""
+    import os
+
+    for c in (PACKAGE_DIR, pathlib.Path(os.environ.get("HAND_TELEOP_ROOT", ".")) / "src" / "arm_description"):
+        if (c / "config" / "so101.yaml").is_file():
+            return c
+    return pathlib.Path.cwd()
+
+
 def num(x: float) -> str:
     """6 significant digits, no '-0'."""
     s = f"{float(x):.6g}"
@@ -208,7 +219,8 @@ def build(desc: ArmDescription) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="generate_arm_models", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=str(PACKAGE_DIR), help="package directory (holds config/, urdf/, mjcf/)")
+    ap.add_argument("--out", default=str(default_package_dir()),
+                    help="package directory (holds config/, urdf/, mjcf/); default: the source tree")
     ap.add_argument("--check", action="store_true", help="compare with the files on disk instead of writing")
     args = ap.parse_args(argv)
     out = pathlib.Path(args.out)
