@@ -88,16 +88,23 @@ def test_twenty_joints_with_mimic_dips_and_an_actuator_each(desc, scene):
 def test_signs_flexion_and_radial_abduction(desc):
     signs = flexion_signs_urdf(PKG / "urdf" / "dex_hand.urdf")
     for n in desc.joint_names:
-        if n.endswith(("_mcp", "_pip", "_dip", "_ip", "thumb_cmc_opp")):
-            assert signs[n] == 1, n
+        if n.endswith(("_mcp", "_pip", "_dip", "thumb_cmc_opp")) and n != "thumb_mcp":
+            assert signs[n] == 1, n          # positive moves the tip palmar
+    for n in ("thumb_mcp", "thumb_ip"):      # the thumb curls across the palm: ulnar (-y) at the open pose
+        q = np.zeros(20)
+        q[desc.joint_names.index(n)] = 0.2
+        assert desc.fk(q)["thumb_tip"][0][1] < desc.fk()["thumb_tip"][0][1] - 0.003, n
     for f in ("index", "middle", "ring", "pinky"):
         q = np.zeros(20)
         q[desc.joint_names.index(f"{f}_mcp_abd")] = 0.2
         moved = desc.fk(q)[f"{f}_tip"][0] - desc.fk()[f"{f}_tip"][0]
         assert moved[1] > 0.005, f"{f}: positive abduction must move the tip radially (+y)"
     q = np.zeros(20)
-    q[0] = math.radians(60)   # palmar abduction lifts the thumb tip out in front of the palm (+x)
-    assert desc.fk(q)["thumb_tip"][0][0] > desc.fk()["thumb_tip"][0][0] + 0.03
+    q[0] = math.radians(15)   # thumb abduction in the palm plane: positive = radial
+    assert desc.fk(q)["thumb_tip"][0][1] > desc.fk()["thumb_tip"][0][1] + 0.01
+    q = np.zeros(20)
+    q[1] = math.radians(60)   # opposition lifts the thumb tip out in front of the palm (+x)
+    assert desc.fk(q)["thumb_tip"][0][0] > desc.fk()["thumb_tip"][0][0] + 0.05
 
 
 def test_numpy_fk_matches_mujoco(desc, scene):
