@@ -43,6 +43,7 @@ setup(
             "arm_driver = arm_teleop.driver_node:main",
             "sim_sts_bus = arm_teleop.sim_bus:main",
             "arm_demo = arm_teleop.demo:main",
+            "arm_keys = arm_teleop.keys:main",
         ],
     },
 )

@@ -131,3 +131,11 @@ def test_bad_times_and_configs_are_refused():
         ArmStateMachine().step(float("nan"), G.OPEN_PALM)
     with pytest.raises(ValueError, match="lost_frames_disable"):
         ArmStateMachine(StateMachineConfig(lost_frames_disable=0))
+
+
+def test_operator_keys():
+    from arm_teleop.keys import action
+
+    assert action(" ") == action("E") == ("estop", None)
+    assert action("c") == ("clear_estop", None) and action("m") == ("manual", True) and action("g") == ("manual", False)
+    assert action("j") == ("control_mode", "joint") and action("x") is None
