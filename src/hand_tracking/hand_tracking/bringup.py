@@ -40,6 +40,9 @@ NODES: dict[str, NodeSpec] = {
         NodeSpec("arm_teleop", "arm_teleop", "arm_teleop", "arm_teleop", "config/arm_teleop.yaml"),
         NodeSpec("arm_twin", "arm_teleop", "arm_twin", "arm_twin", "config/arm_twin.yaml", actuator=True),
         NodeSpec("arm_driver", "arm_teleop", "arm_driver", "arm_driver", "config/arm_driver.yaml", actuator=True),
+        # Gazebo (stock installs with gz sim; package hand_gazebo): flexions -> joint commands for ros_gz_bridge
+        NodeSpec("gz_commander", "hand_gazebo", "gz_commander", "gz_hand_commander", "config/gz_commander.yaml",
+                 actuator=True),
     )
 }
 
@@ -52,6 +55,7 @@ PROFILES: dict[str, tuple[str, ...]] = {
     "demo": ("twin", "joint_mapper", "servo_driver", "tracker"),
     "arm": ("arm_twin", "arm_driver", "arm_teleop", "tracker"),
     "two_hands": ("twin", "tracker"),
+    "gazebo": ("gz_commander", "tracker"),  # + gz sim and ros_gz_bridge: hand_gazebo's gazebo.launch.py
 }
 
 #: Parameters a profile sets on its nodes on top of their YAML files (launch files and the runner
@@ -59,6 +63,7 @@ PROFILES: dict[str, tuple[str, ...]] = {
 PROFILE_PARAMS: dict[str, dict[str, dict[str, object]]] = {
     # both operator hands, identity-tracked, each driving its own hand of the two-hand twin
     "two_hands": {"tracker": {"hands": "two"}, "twin": {"hands": "two"}},
+    "gazebo": {"tracker": {"hands": "two"}},
 }
 
 
