@@ -41,6 +41,10 @@ SIGNATURES = {
     "PythonExpression": ({"expression", "python_modules"}, {"expression"}),
     "FindPackageShare": ({"package"}, {"package"}),
     "ParameterValue": ({"value", "value_type"}, {"value"}),
+    # hand_gazebo's gazebo.launch.py (launch 3.4: IncludeLaunchDescription(source, *, launch_arguments, **action))
+    "IncludeLaunchDescription": ({"launch_description_source", "launch_arguments", "condition"},
+                                 {"launch_description_source"}),
+    "PythonLaunchDescriptionSource": ({"launch_file_path"}, {"launch_file_path"}),
 }
 POSITIONAL = {  # positional parameter names, in order
     "DeclareLaunchArgument": ["name"], "LaunchDescription": ["initial_entities"],
@@ -48,9 +52,10 @@ POSITIONAL = {  # positional parameter names, in order
     "LaunchConfiguration": ["variable_name"], "PathJoinSubstitution": ["substitutions"],
     "PythonExpression": ["expression"], "FindPackageShare": ["package"], "ParameterValue": ["value"],
     "Node": [], "LifecycleNode": [],
+    "IncludeLaunchDescription": ["launch_description_source"], "PythonLaunchDescriptionSource": ["launch_file_path"],
 }
-OUR_PACKAGES = {"hand_tracking", "hand_twin_mujoco", "hand_servo_driver", "hand_description"}
-EXTERNAL = {("robot_state_publisher", "robot_state_publisher"), ("rviz2", "rviz2")}
+OUR_PACKAGES = {"hand_tracking", "hand_twin_mujoco", "hand_servo_driver", "hand_description", "hand_gazebo"}
+EXTERNAL = {("robot_state_publisher", "robot_state_publisher"), ("rviz2", "rviz2"), ("ros_gz_bridge", "parameter_bridge")}
 
 
 class Recorded:
@@ -75,7 +80,8 @@ def _fake_modules() -> dict[str, types.ModuleType]:
 
     layout = {
         "launch": ["LaunchDescription"],
-        "launch.actions": ["DeclareLaunchArgument"],
+        "launch.actions": ["DeclareLaunchArgument", "IncludeLaunchDescription"],
+        "launch.launch_description_sources": ["PythonLaunchDescriptionSource"],
         "launch.conditions": ["IfCondition", "UnlessCondition"],
         "launch.substitutions": ["LaunchConfiguration", "PathJoinSubstitution", "PythonExpression"],
         "launch_ros": [],
@@ -105,8 +111,8 @@ def _resolve(sub, args: dict[str, str]):
     raise AssertionError(f"cannot resolve {sub!r}")
 
 
-def load_launch(name: str) -> list[Recorded]:
-    path = os.path.join(get_package_share_directory("hand_tracking"), "launch", name)
+def load_launch(name: str, package: str = "hand_tracking") -> list[Recorded]:
+    path = os.path.join(get_package_share_directory(package), "launch", name)
     saved = {k: sys.modules.get(k) for k in _fake_modules()}
     sys.modules.update(_fake_modules())
     sys.modules.pop("hand_tracking.launch_common", None)
