@@ -1,0 +1,1 @@
+"""Gazebo (gz sim) path: SDF world + ros_gz_bridge configuration generated from hand_description."""

@@ -1,0 +1,217 @@
+"""``gz_hand_commander``: operator flexions → the Gazebo hands' proximal joint commands (lifecycle node).
+
+Subscribes (QoS LATEST) ``/hand/left/target_flexions`` and ``/hand/right/target_flexions`` (the
+tracker's ``hands: two`` topics; with ``hands: one``, ``/hand/target_flexions`` for the
+``one_hand_side`` hand), validates them with ``contract.parse_flexions`` and publishes, per hand
+and digit, ``std_msgs/Float64`` = proximal joint angle (rad) on ``/hand_gz/<side>/<joint>/cmd_pos``
+— the topics that ``config/gz_bridge.yaml`` bridges to the world's JointPositionControllers
+(``hand_gazebo.world.command_topic``). Per-finger deadband, stale → safe pose, and the safe pose
+on deactivate/shutdown: :mod:`hand_gazebo.commander`. ``/diagnostics`` once per
+``diagnostics_period``.
+
+Run (stock Jazzy, with the world and the bridge: ``ros2 launch hand_gazebo gazebo.launch.py``):
+``ros2 run hand_gazebo gz_commander --ros-args --params-file config/gz_commander.yaml``, then
+``ros2 lifecycle set /gz_hand_commander configure`` and ``activate``.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.lifecycle import State, TransitionCallbackReturn
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64
+
+from hand_gazebo.commander import DRIVEN_JOINTS, CommanderConfig, HandCommander, proximal_limits
+from hand_gazebo.world import command_topic
+from hand_tracking import contract
+from hand_tracking.node_tools import SafeLifecycleNode, declare, run
+
+NODE_NAME = "gz_hand_commander"
+HANDS_MODES = ("one", "two")
+
+
+class GzCommanderNode(SafeLifecycleNode):
+    def __init__(self, **kwargs):
+        super().__init__(NODE_NAME, **kwargs)
+        declare(self, "hands", "two", "two: both hands from /hand/<side>/target_flexions; one: the one_hand_side "
+                "hand from /hand/target_flexions. Read at configure.")
+        declare(self, "one_hand_side", "right", "Gazebo hand driven with hands: one (left or right). Read at configure.")
+        declare(self, "urdf_path", "", "URDF with the joint limits (flexion 1 = the proximal joint's upper limit); "
+                "empty = hand_description's urdf/hand.urdf (the left hand has the same limits). Read at configure.")
+        declare(self, "deadband", [0.005] * 5, "Per finger (thumb..pinky), flexion units in [0, 1): a command within "
+                "this of the value last sent for that finger is not re-sent; exact 0 and 1 always are.",
+                array_type=float)
+        declare(self, "command_timeout", 0.5, "s without a command for a hand before its safe pose is sent (once).",
+                range=(0.02, 60.0))
+        declare(self, "safe_flexions", [0.0] * 5, "Safe pose per finger (0 = open), sent when commands go stale "
+                "and on deactivate/shutdown.", array_type=float)
+        declare(self, "diagnostics_period", 1.0, "s between /diagnostics messages.", range=(0.1, 60.0))
+        self.add_on_set_parameters_callback(self._validate)
+        self._lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._hands: dict[str, HandCommander] = {}
+        self._pubs: dict[str, list] = {}
+        self._subs: list = []
+        self._timer = None
+        self._diag_pub = None
+        self._rejected = 0
+        self._last_diag = 0.0
+
+    # --- parameters -----------------------------------------------------------------------------------
+    def _config(self, values: dict | None = None) -> CommanderConfig:
+        v = {n: self.get_parameter(n).value for n in ("urdf_path", "deadband", "command_timeout", "safe_flexions")}
+        v.update(values or {})
+        path = v["urdf_path"]
+        if not path:
+            from hand_description.paths import urdf_path
+
+            path = str(urdf_path())
+        with open(path) as f:
+            upper = proximal_limits(f.read())
+        return CommanderConfig(upper=upper, deadband=tuple(v["deadband"]), command_timeout=float(v["command_timeout"]),
+                               safe_flexions=tuple(v["safe_flexions"]))
+
+    def _validate(self, params) -> SetParametersResult:
+        names = {p.name: p.value for p in params}
+        if "hands" in names and names["hands"] not in HANDS_MODES:
+            return SetParametersResult(successful=False, reason=f"hands must be one of {HANDS_MODES}")
+        if "one_hand_side" in names and names["one_hand_side"] not in contract.HAND_SIDES:
+            return SetParametersResult(successful=False, reason=f"one_hand_side must be one of {contract.HAND_SIDES}")
+        configured = bool(self._hands)
+        for n in ("hands", "one_hand_side", "urdf_path"):
+            if n in names and configured:
+                return SetParametersResult(successful=False, reason=f"{n} is read at configure: cleanup, set it, configure")
+        tunable = {k: v for k, v in names.items() if k in ("deadband", "command_timeout", "safe_flexions", "urdf_path")}
+        if tunable:
+            try:
+                cfg = self._config(tunable)
+            except (OSError, ValueError) as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+            with self._lock:
+                for h in self._hands.values():
+                    h.config = cfg
+                    h.deadband.tolerance = np.asarray(cfg.deadband, float)
+        return SetParametersResult(successful=True)
+
+    # --- lifecycle ----------------------------------------------------------------------------------------
+    def on_configure(self, state: State) -> TransitionCallbackReturn:
+        try:
+            cfg = self._config()
+        except (OSError, ValueError) as exc:
+            self.get_logger().error(f"configure failed: {exc}")
+            return TransitionCallbackReturn.FAILURE
+        two = self.get_parameter("hands").value == "two"
+        sides = contract.HAND_SIDES if two else (self.get_parameter("one_hand_side").value,)
+        stream = contract.qos(contract.STREAM)
+        self._hands = {s: HandCommander(cfg) for s in sides}
+        self._pubs = {s: [self.create_lifecycle_publisher(Float64, command_topic(s, j), stream) for j in DRIVEN_JOINTS]
+                      for s in sides}
+        self._diag_pub = self.create_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, stream)
+        self.get_logger().info(f"configured for the {', '.join(sides)} hand(s): proximal limits "
+                               f"{[round(u, 3) for u in cfg.upper]} rad")
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: State) -> TransitionCallbackReturn:
+        latest = contract.qos(contract.LATEST)
+        two = len(self._hands) == 2
+        for side in self._hands:
+            topic = contract.side_topic(contract.TOPIC_TARGET_FLEXIONS, side) if two else contract.TOPIC_TARGET_FLEXIONS
+            self._subs.append(self.create_subscription(
+                JointState, topic, lambda msg, s=side, t=topic: self._on_command(msg, s, t), latest))
+        self._timer = self.create_timer(0.05, self._on_timer)
+        return super().on_activate(state)
+
+    def _stop(self, send_safe: bool) -> None:
+        for sub in self._subs:
+            self.destroy_subscription(sub)
+        self._subs = []
+        if self._timer is not None:
+            self.destroy_timer(self._timer)
+            self._timer = None
+        if send_safe:
+            with self._lock:
+                sends = {s: h.safe_pose() for s, h in self._hands.items() if h.last_command is not None}
+            for s, out in sends.items():
+                self._send(s, out)
+
+    def on_deactivate(self, state: State) -> TransitionCallbackReturn:
+        self._stop(send_safe=True)
+        return super().on_deactivate(state)
+
+    def _release(self) -> None:
+        for pubs in self._pubs.values():
+            for p in pubs:
+                self.destroy_lifecycle_publisher(p)
+        if self._diag_pub is not None:
+            self.destroy_publisher(self._diag_pub)
+        self._reset()
+
+    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
+        self._stop(send_safe=False)
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
+        self._stop(send_safe=self.lifecycle_state == "active")
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    # --- data ------------------------------------------------------------------------------------------
+    def _send(self, side: str, out: list[tuple[int, float]]) -> None:
+        for i, angle in out:
+            self._pubs[side][i].publish(Float64(data=angle))
+
+    def _on_command(self, msg: JointState, side: str, topic: str) -> None:
+        try:
+            values = contract.parse_flexions(msg.name, msg.position)
+        except contract.FlexionContractError as exc:
+            self._rejected += 1
+            self.get_logger().warning(f"rejected {topic} message: {exc}", throttle_duration_sec=2.0)
+            return
+        with self._lock:
+            out = self._hands[side].command([values[f] for f in contract.FINGER_NAMES], time.monotonic())
+        self._send(side, out)
+
+    def _on_timer(self) -> None:
+        now = time.monotonic()
+        for side, h in self._hands.items():
+            with self._lock:
+                out = h.tick(now)
+            if out:
+                self.get_logger().warning(f"{side} hand: no flexion command for {h.config.command_timeout:.2f} s: "
+                                          "safe pose sent")
+            self._send(side, out)
+        if now - self._last_diag >= self.get_parameter("diagnostics_period").value:
+            self._last_diag = now
+            self._diagnostics()
+
+    def _diagnostics(self) -> None:
+        stale = [s for s, h in self._hands.items() if h.stale]
+        values = {"hands": " ".join(self._hands), "commands_rejected": str(self._rejected)}
+        for s, h in self._hands.items():
+            values[f"{s}_state"] = "waiting" if h.last_command is None else "stale" if h.stale else "ok"
+            values[f"{s}_joint_commands_sent"] = str(h.sent)
+            values[f"{s}_values_deadbanded"] = str(h.deadband.suppressed)
+        level = DiagnosticStatus.WARN if stale else DiagnosticStatus.OK
+        msg = f"safe pose: {', '.join(stale)} (no commands)" if stale else "forwarding flexions to Gazebo"
+        arr = DiagnosticArray(status=[DiagnosticStatus(level=level, name=f"{NODE_NAME}: commands", message=msg,
+                                                       hardware_id="gz sim",
+                                                       values=[KeyValue(key=k, value=v) for k, v in values.items()])])
+        arr.header.stamp = self.get_clock().now().to_msg()
+        self._diag_pub.publish(arr)
+
+
+def main(args=None) -> None:
+    sys.exit(run(GzCommanderNode, args))
+
+
+if __name__ == "__main__":
+    main()
