@@ -1,0 +1,1 @@
+"""hand_retarget: dexterous teleoperation (preprocessing, dex-retargeting, safety filter, Kapandji, twin)."""

@@ -1,0 +1,92 @@
+"""Kapandji opposition score from 21 hand landmarks (pure numpy, no rclpy).
+
+The clinical test (Kapandji 1986) grades thumb opposition 0-10 by the farthest site the thumb
+tip reaches, in order: 1 radial side of the index proximal phalanx, 2 of its middle phalanx,
+3 index tip, 4 middle tip, 5 ring tip, 6 little tip, 7 little DIP crease, 8 little PIP crease,
+9 little MCP crease, 10 distal palmar crease.
+
+Here the sites are landmark combinations (MediaPipe indices; the same for the human's landmarks
+and the robot's FK landmarks, :meth:`hand_description.dex.DexHandDescription.landmarks`):
+phalanx sides = midpoints of their two joint landmarks (1: 5-6, 2: 6-7), tips at 8/12/16/20,
+creases at the little finger's joints (7: 19, 8: 18, 9: 17), the distal palmar crease as a
+weighted blend of wrist, index MCP and little MCP (default 0.2 / 0.3 / 0.5: across the palm,
+towards the ulnar side, a fifth of the way to the wrist). A site is *touched* when the thumb tip's
+distance to it **in the palm plane** (the component along the palm normal, from wrist, index MCP
+and little MCP, removed) is at most ``touch`` palm widths (default 0.25; palm width = index MCP -
+little MCP). The score is the highest site touched (0: none).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+SITE_NAMES: tuple[str, ...] = (
+    "index proximal phalanx", "index middle phalanx", "index tip", "middle tip", "ring tip",
+    "little tip", "little DIP crease", "little PIP crease", "little MCP crease", "distal palmar crease",
+)
+WRIST, THUMB_TIP, INDEX_MCP, LITTLE_MCP = 0, 4, 5, 17
+
+
+@dataclass(frozen=True)
+class KapandjiConfig:
+    touch: float = 0.25                                          # palm widths
+    palmar_crease_weights: tuple[float, float, float] = (0.2, 0.3, 0.5)   # wrist, index MCP, little MCP
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.touch) and self.touch > 0):
+            raise ValueError(f"touch must be a positive number of palm widths, got {self.touch}")
+        w = np.asarray(self.palmar_crease_weights, dtype=float)
+        if w.shape != (3,) or not np.all(np.isfinite(w)) or np.any(w < 0) or abs(w.sum() - 1.0) > 1e-6:
+            raise ValueError(f"palmar_crease_weights must be 3 weights >= 0 summing to 1, got {self.palmar_crease_weights}")
+
+    def site_weights(self) -> tuple[dict[int, float], ...]:
+        """Per site {landmark index: weight}."""
+        w0, w5, w17 = self.palmar_crease_weights
+        return ({5: 0.5, 6: 0.5}, {6: 0.5, 7: 0.5}, {8: 1.0}, {12: 1.0}, {16: 1.0}, {20: 1.0},
+                {19: 1.0}, {18: 1.0}, {17: 1.0}, {0: w0, 5: w5, 17: w17})
+
+
+@dataclass(frozen=True)
+class KapandjiResult:
+    """score: 0-10 (-1 if the landmarks are unusable); distances: (10,) in-plane thumb tip - site
+    distances in palm widths (NaN if unusable); palm_width in the landmarks' unit."""
+
+    score: int
+    distances: np.ndarray
+    palm_width: float
+
+
+def site_matrix(config: KapandjiConfig = KapandjiConfig()) -> np.ndarray:
+    """(10, 21) weights: ``site_matrix() @ landmarks`` gives the 10 sites."""
+    m = np.zeros((len(SITE_NAMES), 21))
+    for k, weights in enumerate(config.site_weights()):
+        for i, w in weights.items():
+            m[k, i] = w
+    return m
+
+
+_DEFAULT_SITES = site_matrix()
+
+
+def kapandji(landmarks: np.ndarray, config: KapandjiConfig | None = None) -> KapandjiResult:
+    """Kapandji score of a hand given as (21, 3) landmarks (any rigid frame, any unit)."""
+    p = np.asarray(landmarks, dtype=float)
+    bad = KapandjiResult(-1, np.full(len(SITE_NAMES), np.nan), float("nan"))
+    if p.shape != (21, 3) or not np.all(np.isfinite(p)):
+        return bad
+    sites = (_DEFAULT_SITES if config is None else site_matrix(config)) @ p
+    touch = 0.25 if config is None else config.touch
+    width = float(np.linalg.norm(p[INDEX_MCP] - p[LITTLE_MCP]))
+    normal = np.cross(p[INDEX_MCP] - p[WRIST], p[LITTLE_MCP] - p[WRIST])
+    nn = float(np.linalg.norm(normal))
+    if width < 1e-9 or nn < 1e-12:
+        return bad
+    normal /= nn
+    d = p[THUMB_TIP] - sites
+    d -= np.outer(d @ normal, normal)
+    dist = np.linalg.norm(d, axis=1) / width
+    touched = np.nonzero(dist <= touch)[0]
+    score = int(touched[-1] + 1) if touched.size else 0
+    return KapandjiResult(score, dist, width)

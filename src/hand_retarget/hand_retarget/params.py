@@ -1,0 +1,126 @@
+"""Parameters of ``retarget_node`` and ``dex_twin_node`` as data (no rclpy): names, defaults, ranges,
+descriptions, which may change live, and the conversion to config dataclasses.
+
+The nodes declare exactly these (each with a ParameterDescriptor); tests check that
+``config/retarget.yaml`` and ``config/dex_twin.yaml`` only set declared keys.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .kapandji import KapandjiConfig
+from .pipeline import PipelineConfig
+from .preprocess import MIRROR_CHOICES, PreprocessConfig
+from .retarget import METHODS, RetargetConfig
+
+HAND_CHOICES = ("best", "left", "right")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    default: Any
+    description: str
+    range: tuple[float, float] | None = None
+    live: bool = False
+    choices: tuple[str, ...] | None = None
+    array_type: type | None = None
+
+
+RETARGET_PARAMS: tuple[Param, ...] = (
+    Param("method", "dexpilot", "retargeting optimizer: dexpilot (fingertip vectors with the pinch prior) or vector "
+          "(wrist-to-tip and wrist-to-middle-joint vectors)", choices=METHODS),
+    Param("urdf_path", "", "URDF of the dexterous hand; empty = hand_description's urdf/dex_hand.urdf"),
+    Param("description_path", "", "its description YAML; empty = hand_description's config/dex_hand.yaml"),
+    Param("hand", "best", "which tracked hand drives the robot: best (highest handedness score), left or right "
+          "(the operator's physical hand)", choices=HAND_CHOICES, live=True),
+    Param("mirror", "auto", "chirality: auto mirrors an operator hand whose side differs from the robot's (right), "
+          "on always mirrors, off never", choices=MIRROR_CHOICES),
+    Param("calibration_time", 3.0, "s of accepted frames over which the median bone lengths are taken",
+          range=(0.0, 60.0)),
+    Param("filter_min_cutoff", 2.0, "Hz, 1-euro filter on the landmarks before rebuilding; 0 = off", range=(0.0, 30.0)),
+    Param("filter_beta", 5.0, "1/m, 1-euro speed coefficient", range=(0.0, 1000.0)),
+    Param("scale", 0.0, "human -> robot size factor; 0 = automatic (robot hand size / calibrated human size)",
+          range=(0.0, 5.0)),
+    Param("project_dist", 0.03, "m, DexPilot: a thumb-finger distance below this is closed to a pinch",
+          range=(0.001, 0.1)),
+    Param("escape_dist", 0.05, "m, DexPilot: the pinch is released beyond this distance", range=(0.001, 0.2)),
+    Param("command_rate", 100.0, "Hz of the safety filter and /dex_hand/joint_commands", range=(10.0, 500.0)),
+    Param("max_velocity", 10.0, "rad/s, velocity cap of every joint command", range=(0.1, 50.0), live=True),
+    Param("max_acceleration", 500.0, "rad/s^2, acceleration cap of every joint command", range=(1.0, 10000.0),
+          live=True),
+    Param("max_step", 0.1, "rad, largest change of a joint command in one tick", range=(0.001, 1.0), live=True),
+    Param("crossing_clamp", True, "limit adjacent finger abductions so proximal phalanges never cross", live=True),
+    Param("crossing_clearance", 0.0, "m across the palm between adjacent proximal phalanges; 0 = sum of their radii",
+          range=(0.0, 0.05)),
+    Param("target_timeout", 0.5, "s without an accepted landmark frame before the command goes (smoothly) to the "
+          "open pose", range=(0.05, 60.0), live=True),
+    Param("kapandji_touch", 0.25, "Kapandji: a site is touched within this in-plane distance (palm widths)",
+          range=(0.01, 2.0)),
+    Param("measured_topic", "/dex_twin/joint_states", "measured joint states of the robot (for its Kapandji score)"),
+    Param("diagnostics_rate", 1.0, "Hz of /diagnostics", range=(0.1, 10.0)),
+)
+
+TWIN_PARAMS: tuple[Param, ...] = (
+    Param("model_path", "", "MJCF scene; empty = hand_description's mjcf/dex_scene.xml"),
+    Param("description_path", "", "dexterous hand description YAML (joint names); empty = hand_description's"),
+    Param("command_timeout", 0.5, "s without a joint command before the hand goes to the open pose", range=(0.02, 60.0),
+          live=True),
+    Param("publish_rate", 100.0, "Hz of /dex_twin/joint_states", range=(1.0, 500.0), live=True),
+    Param("diagnostics_rate", 1.0, "Hz of /diagnostics", range=(0.1, 10.0)),
+    Param("max_lag", 0.25, "s of physics lag caught up at most after a stall (the rest is dropped and reported)",
+          range=(0.005, 1.0)),
+    Param("render_rate", 0.0, "Hz of offscreen rendering to /dex_twin/image (<= 30); 0 = no renderer",
+          range=(0.0, 30.0)),
+    Param("camera", "front", "scene camera used for rendering"),
+    Param("image_width", 640, "rendered image width (px)", range=(16, 1920)),
+    Param("image_height", 480, "rendered image height (px)", range=(16, 1080)),
+)
+
+
+def check_value(params: tuple[Param, ...], name: str, value: Any) -> str | None:
+    """Reason ``value`` is invalid for ``name``, or None."""
+    p = {q.name: q for q in params}[name]
+    if p.range is not None:
+        lo, hi = p.range
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                and lo <= value <= hi):
+            return f"{name} must be in [{lo:g}, {hi:g}], got {value!r}"
+    if p.choices is not None and value not in p.choices:
+        return f"{name} must be one of {', '.join(p.choices)}, got {value!r}"
+    return None
+
+
+def check_change(params: tuple[Param, ...], name: str, value: Any, configured: bool) -> str | None:
+    """Reason to refuse a live change of ``name`` now (None = accept)."""
+    names = {p.name: p for p in params}
+    if name not in names:
+        return None
+    reason = check_value(params, name, value)
+    if reason:
+        return reason
+    if configured and not names[name].live:
+        return f"{name} is read at configure time: cleanup, set it, then configure again"
+    return None
+
+
+def pipeline_config(values: dict[str, Any]) -> PipelineConfig:
+    """RETARGET_PARAMS values -> PipelineConfig; ValueError naming the first bad parameter."""
+    for p in RETARGET_PARAMS:
+        reason = check_value(RETARGET_PARAMS, p.name, values[p.name])
+        if reason:
+            raise ValueError(reason)
+    v = values
+    return PipelineConfig(
+        preprocess=PreprocessConfig(robot_side="right", mirror=v["mirror"], calibration_time=float(v["calibration_time"]),
+                                    filter_min_cutoff=float(v["filter_min_cutoff"]), filter_beta=float(v["filter_beta"]),
+                                    scale=float(v["scale"])),
+        retarget=RetargetConfig(method=v["method"], project_dist=float(v["project_dist"]),
+                                escape_dist=float(v["escape_dist"])),
+        kapandji=KapandjiConfig(touch=float(v["kapandji_touch"])),
+        max_velocity=float(v["max_velocity"]), max_acceleration=float(v["max_acceleration"]),
+        max_step=float(v["max_step"]), crossing_clamp=bool(v["crossing_clamp"]),
+        crossing_clearance=float(v["crossing_clearance"]))

@@ -1,0 +1,105 @@
+"""The whole dexterous chain as plain Python (no rclpy): what ``retarget_node`` wires to topics, and
+what the tests, the benchmark and the demo run in-process.
+
+landmarks (21, 3) + handedness ─► :class:`~hand_retarget.preprocess.Preprocessor` ─► miss (reason)
+                                   │ robot palm frame, mirrored, calibrated, scaled
+                                   ├─► human Kapandji score (on the operator's own geometry)
+                                   ▼
+                     :class:`~hand_retarget.retarget.Retargeter` (dex-retargeting) ─► target (20,) rad
+                                   ▼  every control tick
+                     :class:`~hand_retarget.safety.SafetyFilter` ─► joint command (20,) rad
+
+The robot's Kapandji score comes from :meth:`DexPipeline.robot_score` on *measured* joint angles
+(the twin's), through the description's forward kinematics.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .kapandji import KapandjiConfig, KapandjiResult, kapandji
+from .preprocess import PreprocessConfig, Preprocessor
+from .retarget import RetargetConfig, Retargeter
+from .safety import CrossingClamp, SafetyFilter, SafetyLimits, finger_geometry
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    preprocess: PreprocessConfig = field(default_factory=PreprocessConfig)
+    retarget: RetargetConfig = field(default_factory=RetargetConfig)
+    kapandji: KapandjiConfig = field(default_factory=KapandjiConfig)
+    max_velocity: float = 10.0         # rad/s
+    max_acceleration: float = 500.0    # rad/s^2
+    max_step: float = 0.1              # rad per tick
+    crossing_clamp: bool = True
+    crossing_clearance: float = 0.0    # m across the palm; 0 = the sum of the phalanx radii
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.crossing_clearance) and self.crossing_clearance >= 0):
+            raise ValueError(f"crossing_clearance must be >= 0 m, got {self.crossing_clearance}")
+
+
+@dataclass(frozen=True)
+class FrameResult:
+    """One landmark frame. ok False = a miss (reason); otherwise ``target`` (20,) rad, ``human`` score
+    and ``landmarks`` (21, 3) m in the robot palm frame (the retargeting input)."""
+
+    ok: bool
+    reason: str = ""
+    target: np.ndarray | None = None
+    human: KapandjiResult | None = None
+    landmarks: np.ndarray | None = None
+    retarget_ms: float = float("nan")
+
+
+class DexPipeline:
+    """Preprocessing + retargeting + safety filter + Kapandji for one dexterous hand.
+
+    desc: :class:`hand_description.dex.DexHandDescription`; urdf_path: its generated URDF.
+    """
+
+    def __init__(self, desc, urdf_path: str, config: PipelineConfig = PipelineConfig()):
+        import time
+
+        self._clock = time.perf_counter
+        self.desc = desc
+        self.config = config
+        self.pre = Preprocessor(desc.landmarks(), config.preprocess)
+        self.retargeter = Retargeter(desc, urdf_path, config.retarget)
+        crossing = None
+        if config.crossing_clamp:
+            crossing = CrossingClamp(finger_geometry(desc), config.crossing_clearance or None)
+        self.limits = SafetyLimits(desc.lower, desc.upper, config.max_velocity, config.max_acceleration,
+                                   config.max_step)
+        self.filter = SafetyFilter(self.limits, np.zeros(len(desc.joint_names)), crossing)
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return self.desc.joint_names
+
+    def frame(self, world: np.ndarray, handedness: str, t: float) -> FrameResult:
+        """Preprocess and retarget one hand's world landmarks (21, 3) m seen at ``t`` s."""
+        pre = self.pre.process(world, handedness, t)
+        if not pre.ok:
+            return FrameResult(False, pre.reason)
+        human = kapandji(pre.raw, self.config.kapandji)
+        t0 = self._clock()
+        try:
+            target = self.retargeter.retarget(pre.landmarks)
+        except ValueError as exc:
+            return FrameResult(False, f"retargeting failed: {exc}", human=human)
+        return FrameResult(True, "", target, human, pre.landmarks, (self._clock() - t0) * 1e3)
+
+    def tick(self, target: np.ndarray | None, dt: float) -> np.ndarray:
+        """One control tick of the safety filter towards ``target`` (None/NaN holds)."""
+        return self.filter.step(target, dt)
+
+    def robot_score(self, q: np.ndarray) -> KapandjiResult:
+        """Kapandji score of the robot at joint angles ``q`` (20,) rad (measured)."""
+        q = np.asarray(q, dtype=float)
+        if q.shape != (len(self.desc.joint_names),) or not np.all(np.isfinite(q)):
+            return kapandji(np.full((21, 3), np.nan))
+        return kapandji(self.desc.landmarks(q), self.config.kapandji)

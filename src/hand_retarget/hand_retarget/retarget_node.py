@@ -1,0 +1,271 @@
+"""``dex_retarget``: tracked hand landmarks -> safe joint commands of the dexterous hand (lifecycle node).
+
+Subscribes ``/hand/landmarks`` (hand_msgs/HandLandmarksArray, QoS STREAM): the hand chosen by
+``hand`` (best score, or the operator's left/right hand) is preprocessed (palm frame, chirality,
+bone-length calibration, rejection of collapsed skeletons), retargeted with dex-retargeting
+(DexPilot or vector, ``method``) onto hand_description's dexterous URDF, and becomes the safety
+filter's target. A timer at ``command_rate`` runs the safety filter (joint limits, step,
+velocity and acceleration caps, finger-crossing clamp) and publishes
+``/dex_hand/joint_commands`` (sensor_msgs/JointState, URDF names, rad). Without an accepted frame
+for ``target_timeout`` the target becomes the open pose (reached within the same caps).
+
+Kapandji scores (sensor_msgs/JointState, see :mod:`hand_retarget.topics`):
+``/dex_hand/kapandji/human`` for every accepted frame (the operator's own geometry) and
+``/dex_hand/kapandji/robot`` for every message on ``measured_topic`` (default the dexterous twin's
+``/dex_twin/joint_states``), from forward kinematics of the measured angles.
+``/diagnostics``: frames, misses and the last miss reason, retargeting time, filter rejections.
+
+Lifecycle: configure loads the description and builds the pipeline (dex-retargeting, pinocchio),
+creates publishers; activate subscribes and starts the timer; deactivate stops them (the twin's
+watchdog then opens the hand); cleanup releases everything; shutdown works from any state.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections import deque
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from hand_msgs.msg import HandLandmarksArray
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.lifecycle import State, TransitionCallbackReturn
+from sensor_msgs.msg import JointState
+
+from hand_tracking import contract
+from hand_tracking.node_tools import SafeLifecycleNode, declare, run
+
+from .params import RETARGET_PARAMS, check_change, pipeline_config
+from .pipeline import DexPipeline
+from .topics import (
+    KAPANDJI_NAMES,
+    RETARGET_NODE,
+    TOPIC_JOINT_COMMANDS,
+    TOPIC_KAPANDJI_HUMAN,
+    TOPIC_KAPANDJI_ROBOT,
+)
+
+
+def stamp_seconds(stamp) -> float:
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def select_hand(hands, choice: str):
+    """The hand to follow from a HandLandmarksArray's ``hands`` (None if there is none)."""
+    cands = list(hands) if choice == "best" else [h for h in hands if h.handedness == choice]
+    if not cands:
+        return None
+    return max(cands, key=lambda h: h.handedness_score)
+
+
+class RetargetNode(SafeLifecycleNode):
+    def __init__(self, **kwargs):
+        super().__init__(RETARGET_NODE, **kwargs)
+        for p in RETARGET_PARAMS:
+            kw = {"range": p.range} if p.range is not None else {}
+            extra = f" ({'/'.join(p.choices)})" if p.choices else ""
+            live = "" if p.live else " Read at configure."
+            declare(self, p.name, p.default, p.description + extra + live, **kw)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.pipeline: DexPipeline | None = None
+        self._pubs: list = []
+        self._subs: list = []
+        self._timers: list = []
+        self._target: np.ndarray | None = None
+        self._target_time = -math.inf
+        self._frames = self._misses = 0
+        self._last_miss = ""
+        self._retarget_ms: deque[float] = deque(maxlen=300)
+        self._robot_rejected = 0
+
+    def _param(self, name: str):
+        return self.get_parameter(name).value
+
+    # --- parameters ------------------------------------------------------------------------------
+    def _on_set_parameters(self, params) -> SetParametersResult:
+        configured = self.pipeline is not None
+        for p in params:
+            reason = check_change(RETARGET_PARAMS, p.name, p.value, configured)
+            if reason:
+                return SetParametersResult(successful=False, reason=reason)
+        if self.pipeline is not None:
+            values = {p.name: p.value for p in params}
+            lim = self.pipeline.filter.limits
+            if {"max_velocity", "max_acceleration", "max_step"} & set(values):
+                from .safety import SafetyLimits
+                self.pipeline.filter.limits = SafetyLimits(
+                    lim.lower, lim.upper, float(values.get("max_velocity", lim.max_velocity)),
+                    float(values.get("max_acceleration", lim.max_acceleration)),
+                    float(values.get("max_step", lim.max_step)))
+            if "crossing_clamp" in values:
+                self.pipeline.filter.crossing = self._crossing if values["crossing_clamp"] else None
+        return SetParametersResult(successful=True)
+
+    # --- lifecycle -------------------------------------------------------------------------------
+    def on_configure(self, state: State) -> TransitionCallbackReturn:
+        log = self.get_logger()
+        try:
+            from hand_description import dex, paths
+
+            cfg = pipeline_config({p.name: self._param(p.name) for p in RETARGET_PARAMS})
+            desc = dex.load(self._param("description_path") or None)
+            urdf = self._param("urdf_path") or str(paths.dex_urdf_path())
+            t0 = time.monotonic()
+            pipeline = DexPipeline(desc, urdf, cfg)
+        except Exception as exc:  # noqa: BLE001 - description, URDF, dex-retargeting: report, stay unconfigured
+            log.error(f"configure failed: {type(exc).__name__}: {exc}")
+            return TransitionCallbackReturn.FAILURE
+        self.pipeline = pipeline
+        from .safety import CrossingClamp, finger_geometry
+        self._crossing = pipeline.filter.crossing or CrossingClamp(finger_geometry(desc), cfg.crossing_clearance or None)
+        if not cfg.crossing_clamp:
+            pipeline.filter.crossing = None
+        log.info(f"{cfg.retarget.method} retargeting onto {urdf} ({len(desc.joint_names)} joints) built in "
+                 f"{(time.monotonic() - t0) * 1e3:.0f} ms; commands at {self._param('command_rate'):g} Hz")
+        stream = contract.qos(contract.STREAM)
+        self.pub_cmd = self.create_publisher(JointState, TOPIC_JOINT_COMMANDS, stream)
+        self.pub_human = self.create_publisher(JointState, TOPIC_KAPANDJI_HUMAN, stream)
+        self.pub_robot = self.create_publisher(JointState, TOPIC_KAPANDJI_ROBOT, stream)
+        self.pub_diag = self.create_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, stream)
+        self._pubs = [self.pub_cmd, self.pub_human, self.pub_robot, self.pub_diag]
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: State) -> TransitionCallbackReturn:
+        stream = contract.qos(contract.STREAM)
+        self._subs = [
+            self.create_subscription(HandLandmarksArray, contract.TOPIC_LANDMARKS, self._on_landmarks, stream),
+            self.create_subscription(JointState, self._param("measured_topic"), self._on_measured, stream),
+        ]
+        self._dt = 1.0 / float(self._param("command_rate"))
+        self._timers = [self.create_timer(self._dt, self._on_tick),
+                        self.create_timer(1.0 / float(self._param("diagnostics_rate")), self._publish_diagnostics)]
+        self.get_logger().info(f"active: {contract.TOPIC_LANDMARKS} -> {TOPIC_JOINT_COMMANDS}")
+        return super().on_activate(state)
+
+    def _stop(self) -> None:
+        for s in self._subs:
+            self.destroy_subscription(s)
+        for t in self._timers:
+            self.destroy_timer(t)
+        self._subs, self._timers = [], []
+
+    def on_deactivate(self, state: State) -> TransitionCallbackReturn:
+        self._stop()
+        return super().on_deactivate(state)
+
+    def _release(self) -> None:
+        self._stop()
+        for p in self._pubs:
+            self.destroy_publisher(p)
+        self._reset()
+
+    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_error(self, state: State) -> TransitionCallbackReturn:
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    # --- inputs ----------------------------------------------------------------------------------
+    def _on_landmarks(self, msg: HandLandmarksArray) -> None:
+        if self.pipeline is None:
+            return
+        hand = select_hand(msg.hands, self._param("hand"))
+        if hand is None:
+            return  # no (matching) hand in this frame: the target ages out
+        self._frames += 1
+        world = np.array([(p.x, p.y, p.z) for p in hand.world_landmarks], dtype=float)
+        t = stamp_seconds(hand.header.stamp) or stamp_seconds(msg.header.stamp)
+        try:
+            res = self.pipeline.frame(world, hand.handedness, t)
+        except ValueError as exc:  # e.g. unknown handedness label
+            res = None
+            reason = str(exc)
+        if res is None or not res.ok:
+            self._misses += 1
+            self._last_miss = reason if res is None else res.reason
+            self.get_logger().warning(f"frame {hand.frame_index} rejected: {self._last_miss}", throttle_duration_sec=2.0)
+            return
+        self._target = res.target
+        self._target_time = time.monotonic()
+        self._retarget_ms.append(res.retarget_ms)
+        self._publish_score(self.pub_human, res.human, hand.header.stamp)
+
+    def _on_measured(self, msg: JointState) -> None:
+        if self.pipeline is None:
+            return
+        names = self.pipeline.joint_names
+        index = {n: i for i, n in enumerate(msg.name)}
+        if len(msg.name) != len(msg.position) or any(n not in index for n in names):
+            self._robot_rejected += 1
+            self.get_logger().warning(f"{self._param('measured_topic')}: message lacks the dexterous joints "
+                                      f"(got {list(msg.name)[:4]}...)", throttle_duration_sec=5.0)
+            return
+        q = np.array([msg.position[index[n]] for n in names], dtype=float)
+        self._publish_score(self.pub_robot, self.pipeline.robot_score(q), msg.header.stamp)
+
+    def _publish_score(self, pub, result, stamp) -> None:
+        js = JointState()
+        js.header.stamp = stamp
+        js.name = list(KAPANDJI_NAMES)
+        d = np.where(np.isfinite(result.distances), result.distances, -1.0)
+        js.position = [float(result.score)] + [float(x) for x in d]
+        pub.publish(js)
+
+    # --- output ----------------------------------------------------------------------------------
+    def _on_tick(self) -> None:
+        if self.pipeline is None:
+            return
+        fresh = time.monotonic() - self._target_time <= float(self._param("target_timeout"))
+        target = self._target if fresh else np.zeros(len(self.pipeline.joint_names))
+        q = self.pipeline.tick(target, self._dt)
+        js = JointState()
+        js.header.stamp = self.get_clock().now().to_msg()
+        js.name = list(self.pipeline.joint_names)
+        js.position = q.tolist()
+        js.velocity = self.pipeline.filter.v.tolist()
+        self.pub_cmd.publish(js)
+
+    def _publish_diagnostics(self) -> None:
+        if self.pipeline is None:
+            return
+        fresh = time.monotonic() - self._target_time <= float(self._param("target_timeout"))
+        if self._frames == 0:
+            level, message = DiagnosticStatus.WARN, "no landmarks yet: commanding the open pose"
+        elif not fresh:
+            level, message = DiagnosticStatus.WARN, "no accepted frame recently: commanding the open pose"
+        else:
+            level, message = DiagnosticStatus.OK, "retargeting"
+        ms = np.array(self._retarget_ms) if self._retarget_ms else np.array([np.nan])
+        pre = self.pipeline.pre
+        values = {
+            "frames": str(self._frames), "misses": str(self._misses), "last_miss": self._last_miss,
+            "retarget_ms_p50": f"{np.percentile(ms, 50):.3f}", "retarget_ms_p95": f"{np.percentile(ms, 95):.3f}",
+            "calibrated": str(pre.calibrator.done), "filter_rejected": str(self.pipeline.filter.rejected),
+            "optimizer_failures": str(self.pipeline.retargeter.failures),
+            "measured_rejected": str(self._robot_rejected), "method": self.pipeline.config.retarget.method,
+        }
+        arr = DiagnosticArray()
+        arr.header.stamp = self.get_clock().now().to_msg()
+        arr.status = [DiagnosticStatus(level=level, name=f"{RETARGET_NODE}: retargeting", message=message,
+                                       hardware_id="dex_hand",
+                                       values=[KeyValue(key=k, value=v) for k, v in values.items()])]
+        self.pub_diag.publish(arr)
+
+
+def main(args=None) -> None:
+    sys.exit(run(RetargetNode, args))
+
+
+if __name__ == "__main__":
+    main()
