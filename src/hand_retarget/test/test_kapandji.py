@@ -1,0 +1,86 @@
+"""Kapandji score: the ten sites, in-plane touching, and that the robot's thumb reaches every site."""
+
+import numpy as np
+import pytest
+from hand_retarget.kapandji import SITE_NAMES, KapandjiConfig, kapandji, site_matrix
+from scipy.optimize import least_squares
+
+from hand_description import dex
+
+
+@pytest.fixture(scope="module")
+def desc():
+    return dex.load()
+
+
+def test_sites_are_the_landmark_combinations():
+    m = site_matrix()
+    assert m.shape == (10, 21) and np.allclose(m.sum(axis=1), 1.0)
+    assert m[0, 5] == m[0, 6] == 0.5 and m[1, 6] == m[1, 7] == 0.5          # phalanx sides: midpoints
+    assert [int(np.argmax(m[k])) for k in range(2, 9)] == [8, 12, 16, 20, 19, 18, 17]
+    assert m[9, 0] == pytest.approx(0.2) and m[9, 5] == pytest.approx(0.3) and m[9, 17] == pytest.approx(0.5)
+    assert len(SITE_NAMES) == 10 and SITE_NAMES[-1] == "distal palmar crease"
+
+
+@pytest.mark.parametrize("site", range(1, 11))
+def test_thumb_tip_over_each_site_scores_that_site(desc, site):
+    lm = desc.landmarks()
+    sites = site_matrix() @ lm
+    normal = np.cross(lm[5] - lm[0], lm[17] - lm[0])
+    normal /= np.linalg.norm(normal)
+    lm[4] = sites[site - 1] + 0.03 * normal          # 3 cm in front of the site: in-plane distance 0
+    res = kapandji(lm)
+    assert res.score == site and res.distances[site - 1] == pytest.approx(0.0, abs=1e-9)
+    # rotating/translating/scaling the whole hand changes nothing
+    rot = np.linalg.qr(np.random.default_rng(site).normal(size=(3, 3)))[0]
+    assert kapandji(2.0 * lm @ rot.T + 1.0).score == site
+
+
+def test_open_hand_scores_zero_and_bad_input_minus_one(desc):
+    assert kapandji(desc.landmarks()).score == 0
+    bad = desc.landmarks()
+    bad[0] = np.nan
+    res = kapandji(bad)
+    assert res.score == -1 and np.all(np.isnan(res.distances))
+    assert kapandji(np.zeros((21, 3))).score == -1
+    assert kapandji(desc.landmarks()[:20]).score == -1
+    lm = desc.landmarks()
+    lm[4] = lm[8] + np.array([0.0, 0.3, 0.0]) * 0.05 * 0.2   # 3 mm in-plane from the index tip
+    assert kapandji(lm, KapandjiConfig(touch=0.01)).score == 0 and kapandji(lm).score == 3
+    with pytest.raises(ValueError, match="weights"):
+        KapandjiConfig(palmar_crease_weights=(0.5, 0.5, 0.5))
+
+
+FINGER_FOR_SITE = {1: "index", 2: "index", 3: "index", 4: "middle", 5: "ring", 6: "pinky", 7: "pinky", 8: "pinky",
+                   9: "pinky", 10: "pinky"}
+
+
+@pytest.mark.parametrize("site", range(1, 11))
+def test_the_robot_thumb_reaches_every_site(desc, site):
+    """Inverse kinematics over the thumb and the finger carrying the site: the robot scores >= site."""
+    names = desc.joint_names
+    free = [names.index(n) for n in names if n.startswith("thumb")]
+    finger = FINGER_FOR_SITE[site]
+    free += [names.index(f"{finger}_{j}") for j in ("mcp_abd", "mcp", "pip")]
+    w = site_matrix()[site - 1]
+
+    def residual(x):
+        q = np.zeros(20)
+        q[free] = x
+        lm = desc.landmarks(desc.couple(q))
+        n = np.cross(lm[5] - lm[0], lm[17] - lm[0])
+        n /= np.linalg.norm(n)
+        d = lm[4] - w @ lm
+        return (d - np.dot(d, n) * n) / np.linalg.norm(lm[5] - lm[17])
+
+    best = None
+    for seed in range(3):
+        x0 = np.random.default_rng(seed).uniform(desc.lower[free], desc.upper[free]) * 0.5
+        r = least_squares(residual, x0, bounds=(desc.lower[free], desc.upper[free]))
+        if best is None or r.cost < best.cost:
+            best = r
+    q = np.zeros(20)
+    q[free] = best.x
+    res = kapandji(desc.landmarks(desc.couple(q)))
+    assert res.distances[site - 1] < 0.1, f"{SITE_NAMES[site - 1]}: {res.distances[site - 1]:.3f} palm widths"
+    assert res.score >= site

@@ -1,0 +1,91 @@
+"""Acceptance on the shared video: MediaPipe landmarks (once per session, hand_tracking's cache) ->
+preprocessing -> DexPilot -> safety filter at 100 Hz -> the dexterous twin's MuJoCo physics
+(in-process, simulated time) -> Kapandji on the human and on the twin's measured joint angles."""
+
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+from hand_retarget.dex_sim import DexSim
+from hand_retarget.pipeline import DexPipeline, PipelineConfig
+
+from hand_description import dex, paths
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "hand_tracking" / "test"))
+from tracker_video_cache import video_landmarks  # noqa: E402
+
+pytestmark = pytest.mark.slow
+RATE = 100.0
+#: The thumb-to-little-fingertip pinch of the shared video (after index, middle and ring pinches).
+LITTLE_PINCH = range(420, 480)
+
+
+@pytest.fixture(scope="module")
+def replay(video_path):
+    v = video_landmarks(video_path)
+    desc = dex.load()
+    pipe = DexPipeline(desc, str(paths.dex_urdf_path()), PipelineConfig())
+    sim = DexSim(desc.joint_names)
+    dt = 1.0 / RATE
+    n = len(v.world)
+    human = np.full(n, -1)
+    robot = np.full(n, -1)
+    thumb_tip = np.full((n, 4), np.nan)
+    commands, misses, ms = [], [], []
+    target, ticks = None, 0
+    for i in range(n):
+        if v.handedness[i]:
+            res = pipe.frame(v.world[i], v.handedness[i], float(v.media_time[i]))
+            if res.ok:
+                target = res.target
+                human[i] = res.human.score
+                lm = res.landmarks
+                thumb_tip[i] = np.linalg.norm(lm[[8, 12, 16, 20]] - lm[4], axis=1)
+                ms.append(res.retarget_ms)
+            else:
+                misses.append((i, res.reason))
+        while (ticks + 1) * dt <= v.media_time[i] + 1.0 / v.fps + 1e-9:   # physics up to the next frame
+            q = pipe.tick(target, dt)
+            commands.append(q)
+            sim.set_command(q)
+            assert sim.advance(dt) is None
+            ticks += 1
+        robot[i] = pipe.robot_score(sim.state().position).score
+    return dict(human=human, robot=robot, thumb_tip=thumb_tip, commands=np.array(commands), misses=misses,
+                ms=np.array(ms), desc=desc, limits=pipe.limits, sim=sim)
+
+
+def test_the_video_is_accepted_frame_by_frame(replay):
+    assert len(replay["misses"]) <= 0.03 * len(replay["human"]), replay["misses"][:5]
+
+
+def test_human_score_reaches_6_in_the_little_finger_pinch(replay):
+    h = replay["human"][list(LITTLE_PINCH)]
+    assert h.max() >= 6
+    # it is the little finger the thumb touches there: its tip is the nearest of the four
+    for i in np.nonzero(h >= 6)[0] + LITTLE_PINCH.start:
+        assert np.argmin(replay["thumb_tip"][i]) == 3, (i, replay["thumb_tip"][i])
+    # and the index pinch earlier scores 3, the open hand at the start 0
+    assert np.median(replay["human"][:12]) == 0
+
+
+def test_the_twins_score_follows_the_humans(replay):
+    h, r = replay["human"], replay["robot"]
+    sel = h >= 3
+    follow = np.abs(r[sel] - h[sel]) <= 1
+    print(f"robot within +-1 of the human on {follow.mean():.1%} of {sel.sum()} frames with human score >= 3; "
+          f"human max {h.max()}, robot max {r.max()}")
+    assert sel.sum() >= 50
+    assert follow.mean() >= 0.80
+    assert r[list(LITTLE_PINCH)].max() >= 6
+
+
+def test_commands_stay_within_limits_and_caps(replay):
+    q, lim = replay["commands"], replay["limits"]
+    assert np.all(np.isfinite(q))
+    assert np.all(q >= lim.lower - 1e-9) and np.all(q <= lim.upper + 1e-9)
+    v = np.diff(q, axis=0) * RATE
+    assert np.abs(v).max() <= lim.max_velocity + 1e-6
+    assert np.abs(np.diff(v, axis=0)).max() * RATE <= lim.max_acceleration * (1 + 1e-6)
+    assert replay["sim"].resets == 0
