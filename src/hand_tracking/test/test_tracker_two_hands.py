@@ -82,3 +82,35 @@ def _obs(h):
     img = np.array([(p.x, p.y, p.z) for p in h.image_landmarks])
     world = np.array([(p.x, p.y, p.z) for p in h.world_landmarks])
     return HandObservation(img, world, h.handedness if h.handedness in ("left", "right") else "right", 1.0)
+
+
+def test_recorded_raw_landmarks_replay_through_the_same_identity(tmp_path, video_path):
+    """/hand/landmarks keeps MediaPipe's raw labels; a bag of them replayed with hands: two gets
+    the same per-side result as the live run: the clip's 22-frame label flip (frames 391-412)
+    inside a 120-frame excerpt, no MediaPipe in the node."""
+    from two_hand_clip import two_hand_landmarks
+
+    from hand_tracking.replay import write_landmark_bag
+
+    clip = two_hand_landmarks(video_path)
+    first, count = 350, 120
+    frames = [(1000.0 + i / clip.fps, i, list(clip.hands[i])) for i in range(first, first + count)]
+    raw_wrong = sum(h.handedness != physical_side(h) for _, _, hs in frames for h in hs)
+    write_landmark_bag(tmp_path / "bag", frames, width=clip.width, height=clip.height)
+    node = NodeProcess.module("hand_tracking.tracker_node", "--ros-args", "--params-file", PARAMS,
+                              "-p", f"source:=bag:{tmp_path / 'bag'}", "-p", "hands:=two", "-p", "realtime:=false",
+                              log_path=str(tmp_path / "tracker.log"))
+    probe = RosProbe("tracker_two_hands_replay_probe")
+    try:
+        side_lm = {s: probe.collect(HandLandmarksArray, contract.side_topic(contract.TOPIC_LANDMARKS, s), 300)
+                   for s in contract.HAND_SIDES}
+        assert probe.change_state(NODE, "configure", timeout=30) and probe.change_state(NODE, "activate")
+        wait_until(lambda: all(len(side_lm[s]) >= count for s in contract.HAND_SIDES), 30, "replayed frames")
+        for s in contract.HAND_SIDES:
+            assert [m.hands[0].frame_index for m in side_lm[s]] == list(range(first, first + count))
+            assert all(physical_side(_obs(m.hands[0])) == s for m in side_lm[s]), s
+        assert raw_wrong >= 20  # the excerpt really holds the long flip
+    finally:
+        probe.close()
+        code = node.stop()
+    assert code == 0, node.output()[-3000:]
