@@ -1,0 +1,186 @@
+"""dex_retarget and dex_twin as separate processes, driven like ``ros2 lifecycle set`` / ``ros2 param set``.
+
+Proves: every key of both YAML files is declared; a synthetic operator hand (the robot's own FK
+skeleton in a pinch, seen by a camera) becomes safe joint commands that the twin follows; both
+Kapandji topics report the pinch; NaN landmarks are misses (commands stay finite, held);
+malformed commands are rejected by the twin; configure-time parameters are refused while
+configured, live ones validated; without landmarks the commands return to the open pose.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import threading
+
+import numpy as np
+import pytest
+import yaml
+from geometry_msgs.msg import Point
+from hand_msgs.msg import HandLandmarks, HandLandmarksArray
+from hand_retarget.kapandji import kapandji, site_matrix
+from hand_retarget.topics import (
+    DEX_TWIN_NODE,
+    RETARGET_NODE,
+    TOPIC_JOINT_COMMANDS,
+    TOPIC_KAPANDJI_HUMAN,
+    TOPIC_KAPANDJI_ROBOT,
+    TOPIC_TWIN_JOINT_STATES,
+)
+from rcl_interfaces.srv import ListParameters
+from scipy.optimize import least_squares
+from scipy.spatial.transform import Rotation
+from sensor_msgs.msg import JointState
+
+from hand_description import dex
+from hand_tracking import contract
+from hand_tracking.testing import NodeProcess, RosProbe, wait_until
+
+CONFIG = pathlib.Path(__file__).resolve().parents[1] / "config"
+
+
+@pytest.fixture(scope="module")
+def desc():
+    return dex.load()
+
+
+def pinch_pose(desc) -> np.ndarray:
+    """Joint angles of the robot with its thumb tip on its index tip (Kapandji 3) by IK."""
+    names = desc.joint_names
+    free = [names.index(n) for n in ("thumb_cmc_abd", "thumb_cmc_opp", "thumb_mcp", "thumb_ip",
+                                     "index_mcp", "index_pip")]
+    w = site_matrix()[2]
+
+    def res(x):
+        q = np.zeros(20)
+        q[free] = x
+        lm = desc.landmarks(desc.couple(q))
+        n = np.cross(lm[5] - lm[0], lm[17] - lm[0])
+        n /= np.linalg.norm(n)
+        d = lm[4] - w @ lm
+        inplane = d - np.dot(d, n) * n
+        return np.r_[inplane, np.linalg.norm(d) - 0.018, 0.01 * x]   # thumb pulp 18 mm over the index tip
+
+    r = least_squares(res, np.full(len(free), 0.3), bounds=(desc.lower[free], desc.upper[free]))
+    q = np.zeros(20)
+    q[free] = r.x
+    return desc.couple(q)
+
+
+class LandmarkPublisher:
+    """Publishes /hand/landmarks at 30 Hz from a thread, like the tracker."""
+
+    def __init__(self, probe: RosProbe, world: np.ndarray):
+        self.pub = probe.publisher(HandLandmarksArray, contract.TOPIC_LANDMARKS, contract.qos(contract.STREAM))
+        self.node = probe.node
+        self.world = world
+        self.frame = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.wait(1 / 30):
+            if self.world is None:
+                continue
+            now = self.node.get_clock().now().to_msg()
+            h = HandLandmarks()
+            h.header.stamp = now
+            h.frame_index = self.frame
+            h.handedness = "right"
+            h.handedness_score = 0.9
+            h.image_width, h.image_height = 640, 480
+            h.image_landmarks = [Point(x=0.5, y=0.5, z=0.0) for _ in range(21)]
+            h.world_landmarks = [Point(x=float(p[0]), y=float(p[1]), z=float(p[2])) for p in self.world]
+            arr = HandLandmarksArray()
+            arr.header.stamp = now
+            arr.hands = [h]
+            self.pub.publish(arr)
+            self.frame += 1
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(2)
+
+
+def test_retarget_and_twin_nodes(tmp_path, desc):
+    probe = RosProbe("dex_test_probe")
+    procs = [
+        NodeProcess.module("hand_retarget.retarget_node", "--ros-args", "--params-file", str(CONFIG / "retarget.yaml"),
+                           log_path=str(tmp_path / "retarget.log")),
+        NodeProcess.module("hand_retarget.dex_twin_node", "--ros-args", "--params-file", str(CONFIG / "dex_twin.yaml"),
+                           log_path=str(tmp_path / "twin.log")),
+    ]
+    publisher = None
+    try:
+        for node, cfg in ((RETARGET_NODE, "retarget.yaml"), (DEX_TWIN_NODE, "dex_twin.yaml")):
+            listed = probe.call(ListParameters, f"/{node}/list_parameters", ListParameters.Request(), timeout=30)
+            keys = set(yaml.safe_load((CONFIG / cfg).read_text())[node]["ros__parameters"])
+            assert keys <= set(listed.result.names), keys - set(listed.result.names)
+        stream = contract.qos(contract.STREAM)
+        cmds = probe.collect(JointState, TOPIC_JOINT_COMMANDS, stream)
+        measured = probe.collect(JointState, TOPIC_TWIN_JOINT_STATES, stream)
+        human = probe.collect(JointState, TOPIC_KAPANDJI_HUMAN, stream)
+        robot = probe.collect(JointState, TOPIC_KAPANDJI_ROBOT, stream)
+        for node in (DEX_TWIN_NODE, RETARGET_NODE):
+            assert probe.change_state(node, "configure"), procs[0].tail() + procs[1].tail()
+            assert probe.change_state(node, "activate")
+
+        # configure-time parameters are refused while configured; live ones are validated
+        res = probe.set_parameters(RETARGET_NODE, method="vector")
+        assert not res[0].successful and "configure" in res[0].reason
+        assert not probe.set_parameters(RETARGET_NODE, max_velocity=-1.0)[0].successful
+        assert probe.set_parameters(RETARGET_NODE, max_velocity=8.0)[0].successful
+
+        q_true = pinch_pose(desc)
+        truth = kapandji(desc.landmarks(q_true)).score
+        assert truth == 3
+        rot = Rotation.from_euler("xyz", [170, 10, 80], degrees=True).as_matrix()   # a camera's view
+        publisher = LandmarkPublisher(probe, desc.landmarks(q_true) @ rot.T + np.array([0.01, -0.02, 0.05]))
+        wait_until(lambda: len(human) >= 30 and len(robot) >= 50, 20, "Kapandji scores")
+        wait_until(lambda: robot[-1].position[0] == truth, 10, f"robot Kapandji {truth}")
+        assert {round(m.position[0]) for m in human[-10:]} == {truth}
+        assert list(human[-1].name[:2]) == ["kapandji", "site_01"] and len(human[-1].position) == 11
+        last = cmds[-1]
+        assert list(last.name) == list(desc.joint_names)
+        q_cmd = np.array(last.position)
+        assert np.all(q_cmd >= desc.lower - 1e-9) and np.all(q_cmd <= desc.upper + 1e-9)
+        q_meas = np.array(measured[-1].position)
+        free = [i for i, n in enumerate(desc.joint_names) if not n.startswith(("thumb", "index"))]
+        assert np.abs(q_meas - q_cmd)[free].max() < 0.02   # the twin tracks the commands (rad) ...
+        assert np.abs(q_meas - q_cmd).max() < 0.15         # ... except where thumb and index press together
+        # thumb-to-index distance on the twin: a pinch (the prior closes what the operator nearly closes)
+        lm = desc.landmarks(q_meas)
+        assert np.linalg.norm(lm[8] - lm[4]) < 0.03
+
+        # NaN landmarks: misses; commands stay finite and hold
+        n_before = len(cmds)
+        bad = publisher.world.copy()
+        bad[7] = np.nan
+        publisher.world = bad
+        wait_until(lambda: "non-finite landmark" in procs[0].output(), 5, "a rejected frame")
+        wait_until(lambda: len(cmds) > n_before + 20, 5, "commands")
+        held = np.array([m.position for m in cmds[n_before + 5:]])
+        assert np.all(np.isfinite(held)) and np.abs(held - held[-1]).max() < 0.02
+
+        # a malformed command is rejected by the twin, never applied
+        bad_pub = probe.publisher(JointState, TOPIC_JOINT_COMMANDS, stream)
+        probe.wait_for_subscribers(bad_pub)
+        bad_pub.publish(JointState(name=["index_mcp"], position=[float("nan")]))
+        wait_until(lambda: "rejected /dex_hand/joint_commands" in procs[1].output(), 5, "twin rejection")
+
+        # no landmarks: after target_timeout the commands (and the twin) return to the open pose
+        publisher.stop()
+        publisher = None
+        wait_until(lambda: np.abs(np.array(cmds[-1].position)).max() < 1e-6, 10, "open pose commanded")
+        wait_until(lambda: np.abs(np.array(measured[-1].position)).max() < 0.03, 5, "twin open")
+
+        for node in (RETARGET_NODE, DEX_TWIN_NODE):
+            assert probe.change_state(node, "deactivate")
+            assert probe.change_state(node, "cleanup")
+            assert probe.get_state(node) == "unconfigured"
+    finally:
+        if publisher is not None:
+            publisher.stop()
+        probe.close()
+        codes = [p.stop() for p in procs]
+    assert codes == [0, 0], [p.tail() for p in procs]
