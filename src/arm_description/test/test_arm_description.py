@@ -10,6 +10,7 @@ import mujoco
 import numpy as np
 import pytest
 import yaml
+
 from arm_description import agreement, paths
 from arm_description import description as D
 from arm_description import generate as G

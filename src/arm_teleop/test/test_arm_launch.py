@@ -11,8 +11,8 @@ import sys
 
 import yaml
 from ament_index_python.packages import get_package_prefix, get_package_share_directory
-from arm_teleop import topics
 
+from arm_teleop import topics
 from hand_tracking import bringup
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "hand_tracking" / "test"))

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 import pytest
-from arm_teleop.gestures import Gesture, GestureClassifier, GestureConfig, hand_features
 
+from arm_teleop.gestures import Gesture, GestureClassifier, GestureConfig, hand_features
 from hand_tracking.geometry import random_rotation, synthetic_hand
 
 OPEN = np.full(15, math.pi - 0.15)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 import pytest
+
 from arm_teleop.arm_model import ARM_JOINTS, load_arm
 from arm_teleop.ik import IkConfig, IkSolver
 

@@ -11,17 +11,17 @@ import time
 import numpy as np
 import pytest
 import yaml
-from arm_teleop import sts_protocol as p
-from arm_teleop import topics
-from arm_teleop.arm_model import load_arm
-from arm_teleop.driver_core import Calibration
-from arm_teleop.sim_bus import PtySimBus, SimBus
 from hand_msgs.msg import HandLandmarks, HandLandmarksArray
 from rcl_interfaces.srv import ListParameters
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 
+from arm_teleop import sts_protocol as p
+from arm_teleop import topics
+from arm_teleop.arm_model import load_arm
+from arm_teleop.driver_core import Calibration
+from arm_teleop.sim_bus import PtySimBus, SimBus
 from hand_tracking import bringup, contract
 from hand_tracking.geometry import synthetic_hand
 from hand_tracking.testing import NodeProcess, RosProbe, wait_until

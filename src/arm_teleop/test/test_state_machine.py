@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from arm_teleop.gestures import Gesture
 from arm_teleop.state_machine import ArmState, ArmStateMachine, StateMachineConfig
 

@@ -12,6 +12,7 @@ import time
 import numpy as np
 import pytest
 import scservo_sdk as sdk
+
 from arm_teleop import sts_protocol as p
 from arm_teleop.arm_model import load_arm
 from arm_teleop.driver_core import ArmDriverCore, Calibration, OptIn, opt_in_level

@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 import pytest
+
 from arm_teleop.arm_model import load_arm
 from arm_teleop.state_machine import ArmState
 from arm_teleop.teleop_core import HandFrame, TeleopConfig, TeleopCore
-
 from hand_tracking.geometry import synthetic_hand
 
 DT = 1 / 30

@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 import pytest
+
 from arm_teleop.arm_model import load_arm
 from arm_teleop.gestures import Gesture
 from arm_teleop.state_machine import ArmState

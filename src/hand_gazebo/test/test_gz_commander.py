@@ -10,13 +10,13 @@ import time
 import numpy as np
 import pytest
 import yaml
-from hand_gazebo.commander import DRIVEN_JOINTS, CommanderConfig, HandCommander, proximal_limits
-from hand_gazebo.world import command_topic
 from rcl_interfaces.srv import ListParameters
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 
 from hand_description.paths import urdf_path
+from hand_gazebo.commander import DRIVEN_JOINTS, CommanderConfig, HandCommander, proximal_limits
+from hand_gazebo.world import command_topic
 from hand_tracking import contract
 from hand_tracking.testing import NodeProcess, RosProbe, wait_until
 

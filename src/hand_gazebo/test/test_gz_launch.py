@@ -11,8 +11,8 @@ import pathlib
 import pytest
 import yaml
 from ament_index_python.packages import get_package_prefix, get_package_share_directory
-from hand_gazebo import world
 
+from hand_gazebo import world
 from hand_tracking import bringup
 
 HELPERS = pathlib.Path(__file__).resolve().parents[2] / "hand_tracking" / "test" / "test_launch_files.py"
