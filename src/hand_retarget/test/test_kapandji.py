@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
-from hand_retarget.kapandji import SITE_NAMES, KapandjiConfig, kapandji, site_matrix
 from scipy.optimize import least_squares
 
 from hand_description import dex
+from hand_retarget.kapandji import SITE_NAMES, KapandjiConfig, kapandji, site_matrix
 
 
 @pytest.fixture(scope="module")

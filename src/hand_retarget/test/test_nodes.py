@@ -17,6 +17,12 @@ import pytest
 import yaml
 from geometry_msgs.msg import Point
 from hand_msgs.msg import HandLandmarks, HandLandmarksArray
+from rcl_interfaces.srv import ListParameters
+from scipy.optimize import least_squares
+from scipy.spatial.transform import Rotation
+from sensor_msgs.msg import JointState
+
+from hand_description import dex
 from hand_retarget.kapandji import kapandji, site_matrix
 from hand_retarget.topics import (
     DEX_TWIN_NODE,
@@ -26,12 +32,6 @@ from hand_retarget.topics import (
     TOPIC_KAPANDJI_ROBOT,
     TOPIC_TWIN_JOINT_STATES,
 )
-from rcl_interfaces.srv import ListParameters
-from scipy.optimize import least_squares
-from scipy.spatial.transform import Rotation
-from sensor_msgs.msg import JointState
-
-from hand_description import dex
 from hand_tracking import contract
 from hand_tracking.testing import NodeProcess, RosProbe, wait_until
 

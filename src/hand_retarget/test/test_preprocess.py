@@ -2,6 +2,9 @@
 
 import numpy as np
 import pytest
+from scipy.spatial.transform import Rotation
+
+from hand_description import dex
 from hand_retarget.preprocess import (
     BoneCalibrator,
     PreprocessConfig,
@@ -12,9 +15,6 @@ from hand_retarget.preprocess import (
     rebuild,
     should_mirror,
 )
-from scipy.spatial.transform import Rotation
-
-from hand_description import dex
 
 
 @pytest.fixture(scope="module")

@@ -3,11 +3,11 @@ forward kinematics, retarget it back, and compare the fingertip-to-thumb distanc
 
 import numpy as np
 import pytest
-from hand_retarget.preprocess import PreprocessConfig, Preprocessor
-from hand_retarget.retarget import RetargetConfig, Retargeter
 from scipy.spatial.transform import Rotation
 
 from hand_description import dex, paths
+from hand_retarget.preprocess import PreprocessConfig, Preprocessor
+from hand_retarget.retarget import RetargetConfig, Retargeter
 
 TIPS = (8, 12, 16, 20)
 

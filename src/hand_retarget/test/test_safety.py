@@ -5,9 +5,9 @@ import math
 
 import numpy as np
 import pytest
-from hand_retarget.safety import CrossingClamp, SafetyFilter, SafetyLimits, finger_geometry
 
 from hand_description import dex
+from hand_retarget.safety import CrossingClamp, SafetyFilter, SafetyLimits, finger_geometry
 
 DT = 0.01
 TOL = 1e-9

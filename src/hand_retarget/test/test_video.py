@@ -7,10 +7,10 @@ import sys
 
 import numpy as np
 import pytest
-from hand_retarget.dex_sim import DexSim
-from hand_retarget.pipeline import DexPipeline, PipelineConfig
 
 from hand_description import dex, paths
+from hand_retarget.dex_sim import DexSim
+from hand_retarget.pipeline import DexPipeline, PipelineConfig
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "hand_tracking" / "test"))
 from tracker_video_cache import video_landmarks  # noqa: E402
