@@ -47,7 +47,8 @@ RETARGET_PARAMS: tuple[Param, ...] = (
           range=(0.0, 5.0)),
     Param("project_dist", 0.03, "m, DexPilot: a thumb-finger distance below this is closed to a pinch",
           range=(0.001, 0.1)),
-    Param("escape_dist", 0.05, "m, DexPilot: the pinch is released beyond this distance", range=(0.001, 0.2)),
+    Param("escape_dist", 0.04, "m, DexPilot: the pinch is released beyond this distance (dex-retargeting: 0.05; "
+          "0.04 releases the thumb when the hand closes into a fist)", range=(0.001, 0.2)),
     Param("command_rate", 100.0, "Hz of the safety filter and /dex_hand/joint_commands", range=(10.0, 500.0)),
     Param("max_velocity", 10.0, "rad/s, velocity cap of every joint command", range=(0.1, 50.0), live=True),
     Param("max_acceleration", 500.0, "rad/s^2, acceleration cap of every joint command", range=(1.0, 10000.0),

@@ -44,7 +44,7 @@ class RetargetConfig:
     method: str = "dexpilot"
     scaling: float = 1.0
     project_dist: float = 0.03       # m (dexpilot)
-    escape_dist: float = 0.05        # m (dexpilot)
+    escape_dist: float = 0.04        # m (dexpilot)
     normal_delta: float = 4e-3       # vector: weight of the smoothness term
     huber_delta: float = 2e-2        # vector: Huber loss knee (m)
     fast_objective: bool = True      # evaluate the same objective with hand_retarget.fast_objective

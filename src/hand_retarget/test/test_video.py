@@ -32,7 +32,7 @@ def replay(video_path):
     human = np.full(n, -1)
     robot = np.full(n, -1)
     thumb_tip = np.full((n, 4), np.nan)
-    commands, misses, ms = [], [], []
+    commands, misses, ms, measured = [], [], [], []
     target, ticks = None, 0
     for i in range(n):
         if v.handedness[i]:
@@ -51,9 +51,10 @@ def replay(video_path):
             sim.set_command(q)
             assert sim.advance(dt) is None
             ticks += 1
-        robot[i] = pipe.robot_score(sim.state().position).score
+        measured.append(sim.state().position)
+        robot[i] = pipe.robot_score(measured[-1]).score
     return dict(human=human, robot=robot, thumb_tip=thumb_tip, commands=np.array(commands), misses=misses,
-                ms=np.array(ms), desc=desc, limits=pipe.limits, sim=sim)
+                ms=np.array(ms), desc=desc, measured=np.array(measured), limits=pipe.limits, sim=sim)
 
 
 def test_the_video_is_accepted_frame_by_frame(replay):
@@ -89,3 +90,14 @@ def test_commands_stay_within_limits_and_caps(replay):
     assert np.abs(v).max() <= lim.max_velocity + 1e-6
     assert np.abs(np.diff(v, axis=0)).max() * RATE <= lim.max_acceleration * (1 + 1e-6)
     assert replay["sim"].resets == 0
+
+
+def test_the_fist_is_a_fist(replay):
+    """Fist plateau (frames 262-274): every finger curled on the twin, the thumb not left pinching the index."""
+    names = replay["desc"].joint_names
+    q = replay["measured"][262:275]
+    for f in ("index", "middle", "ring", "pinky"):
+        assert q[:, names.index(f"{f}_mcp")].min() > 1.0, f
+        assert q[:, names.index(f"{f}_pip")].min() > 1.4, f
+    lm = [replay["desc"].landmarks(x) for x in q]
+    assert min(np.linalg.norm(p[8] - p[4]) for p in lm) > 0.02
