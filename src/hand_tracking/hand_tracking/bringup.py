@@ -43,6 +43,9 @@ NODES: dict[str, NodeSpec] = {
         # Gazebo (stock installs with gz sim; package hand_gazebo): flexions -> joint commands for ros_gz_bridge
         NodeSpec("gz_commander", "hand_gazebo", "gz_commander", "gz_hand_commander", "config/gz_commander.yaml",
                  actuator=True),
+        # dexterous hand (package hand_retarget; names = hand_retarget.topics): landmarks -> DexPilot -> twin
+        NodeSpec("dex_retarget", "hand_retarget", "retarget_node", "dex_retarget", "config/retarget.yaml"),
+        NodeSpec("dex_twin", "hand_retarget", "dex_twin_node", "dex_twin", "config/dex_twin.yaml", actuator=True),
     )
 }
 
@@ -56,6 +59,7 @@ PROFILES: dict[str, tuple[str, ...]] = {
     "arm": ("arm_twin", "arm_driver", "arm_teleop", "tracker"),
     "two_hands": ("twin", "tracker"),
     "gazebo": ("gz_commander", "tracker"),  # + gz sim and ros_gz_bridge: hand_gazebo's gazebo.launch.py
+    "dex": ("dex_twin", "dex_retarget", "tracker"),  # /hand/landmarks -> dexterous twin
 }
 
 #: Parameters a profile sets on its nodes on top of their YAML files (launch files and the runner
