@@ -20,7 +20,7 @@ from hand_msgs.msg import HandLandmarks, HandLandmarksArray
 from rcl_interfaces.srv import ListParameters
 from scipy.optimize import least_squares
 from scipy.spatial.transform import Rotation
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Image, JointState
 
 from hand_description import dex
 from hand_retarget.kapandji import kapandji, site_matrix
@@ -30,6 +30,7 @@ from hand_retarget.topics import (
     TOPIC_JOINT_COMMANDS,
     TOPIC_KAPANDJI_HUMAN,
     TOPIC_KAPANDJI_ROBOT,
+    TOPIC_TWIN_IMAGE,
     TOPIC_TWIN_JOINT_STATES,
 )
 from hand_tracking import contract
@@ -108,6 +109,7 @@ def test_retarget_and_twin_nodes(tmp_path, desc):
         NodeProcess.module("hand_retarget.retarget_node", "--ros-args", "--params-file", str(CONFIG / "retarget.yaml"),
                            log_path=str(tmp_path / "retarget.log")),
         NodeProcess.module("hand_retarget.dex_twin_node", "--ros-args", "--params-file", str(CONFIG / "dex_twin.yaml"),
+                           "-p", "render_rate:=10.0", "-p", "image_width:=160", "-p", "image_height:=120",
                            log_path=str(tmp_path / "twin.log")),
     ]
     publisher = None
@@ -121,6 +123,7 @@ def test_retarget_and_twin_nodes(tmp_path, desc):
         measured = probe.collect(JointState, TOPIC_TWIN_JOINT_STATES, stream)
         human = probe.collect(JointState, TOPIC_KAPANDJI_HUMAN, stream)
         robot = probe.collect(JointState, TOPIC_KAPANDJI_ROBOT, stream)
+        images = probe.collect(Image, TOPIC_TWIN_IMAGE, contract.qos(contract.IMAGE))
         for node in (DEX_TWIN_NODE, RETARGET_NODE):
             assert probe.change_state(node, "configure"), procs[0].tail() + procs[1].tail()
             assert probe.change_state(node, "activate")
@@ -139,6 +142,8 @@ def test_retarget_and_twin_nodes(tmp_path, desc):
         wait_until(lambda: len(human) >= 30 and len(robot) >= 50, 20, "Kapandji scores")
         wait_until(lambda: robot[-1].position[0] == truth, 10, f"robot Kapandji {truth}")
         assert {round(m.position[0]) for m in human[-10:]} == {truth}
+        wait_until(lambda: len(images) >= 3, 10, "rendered twin images")
+        assert (images[-1].width, images[-1].height, images[-1].encoding) == (160, 120, "rgb8")
         assert list(human[-1].name[:2]) == ["kapandji", "site_01"] and len(human[-1].position) == 11
         last = cmds[-1]
         assert list(last.name) == list(desc.joint_names)
