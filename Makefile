@@ -13,12 +13,16 @@ bootstrap:
 test: bootstrap
 	@bash tools/run_tests.sh $(PYTEST_ARGS)
 
+# The demos run on a private DDS domain (1-101) unless ROS_DOMAIN_ID is set: other ROS programs on
+# this machine neither see nor disturb them.
+PRIVATE_DOMAIN = export ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-$$((1 + RANDOM % 101))}
+
 demo: bootstrap
-	@. tools/env.sh && python -m hand_tracking.runner demo --video "$(VIDEO)" --out "$(OUT)"
+	@. tools/env.sh && $(PRIVATE_DOMAIN) && python -m hand_tracking.runner demo --video "$(VIDEO)" --out "$(OUT)"
 
 # the gesture-teleoperated SO-101 arm (arm_teleop) on the video: out/arm/arm_demo.mp4, summary.json
 arm-demo: bootstrap
-	@. tools/env.sh && python -m arm_teleop.demo --video "$(VIDEO)" --out "$(OUT)/arm"
+	@. tools/env.sh && $(PRIVATE_DOMAIN) && python -m arm_teleop.demo --video "$(VIDEO)" --out "$(OUT)/arm"
 
 lint: bootstrap
 	@. tools/env.sh && ruff check src tools conftest.py

@@ -20,4 +20,10 @@ export FASTRTPS_DEFAULT_PROFILES_FILE="$_ht_root/tools/fastdds_localhost.xml"
 export MUJOCO_GL="${MUJOCO_GL:-egl}"
 export PYOPENGL_PLATFORM="${PYOPENGL_PLATFORM:-egl}"
 export HAND_TELEOP_ROOT="$_ht_root"
+# Our executables (what `ros2 run <pkg> <exe>` would start), e.g. check_joint_states, render_hand.
+for _ht_bin in "$_ht_root"/install/*/lib/*/; do
+  case ":$PATH:" in *":${_ht_bin%/}:"*) ;; *) PATH="$PATH:${_ht_bin%/}" ;; esac
+done
+export PATH
+unset _ht_bin
 unset _ht_root _ht_nounset

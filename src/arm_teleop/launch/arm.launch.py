@@ -17,6 +17,7 @@ from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 from hand_tracking.bringup import LIFECYCLE_MANAGER_NODE, profile_nodes
+from hand_tracking.launch_common import discovery_range
 from launch import LaunchDescription
 
 
@@ -60,4 +61,4 @@ def generate_launch_description():
                    parameters=[{"node_names": [s.name for s in specs], "autostart": True,
                                 "use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)}],
                    output="screen")
-    return LaunchDescription(args + [bus] + nodes + [manager])
+    return LaunchDescription(discovery_range() + args + [bus] + nodes + [manager])

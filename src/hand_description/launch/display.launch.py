@@ -14,7 +14,7 @@ rviz2 with ``rviz/hand.rviz`` (RobotModel + TF, fixed frame ``palm``) when ``rvi
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
@@ -62,5 +62,9 @@ def generate_launch_description():
                               description="JointState topic robot_state_publisher listens to (and the GUI publishes)"),
         DeclareLaunchArgument("use_sim_time", default_value="false", choices=["true", "false"],
                               description="Use /clock (e.g. with a bag)"),
+        DeclareLaunchArgument("discovery_range", default_value="LOCALHOST",
+                              choices=["LOCALHOST", "SUBNET", "SYSTEM_DEFAULT", "OFF"],
+                              description="ROS_AUTOMATIC_DISCOVERY_RANGE of the started nodes"),
+        SetEnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE", LaunchConfiguration("discovery_range")),
         OpaqueFunction(function=_nodes),
     ])

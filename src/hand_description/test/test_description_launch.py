@@ -25,12 +25,13 @@ KW = {
     "DeclareLaunchArgument": {"name", "default_value", "description", "choices", "condition"},
     "LaunchDescription": {"initial_entities", "deprecated_reason"},
     "OpaqueFunction": {"function", "args", "kwargs", "condition"},
+    "SetEnvironmentVariable": {"name", "value", "condition"},
     "IfCondition": {"predicate_expression"},
     "LaunchConfiguration": {"variable_name", "default"},
 }
 POSITIONAL = {"DeclareLaunchArgument": ["name"], "LaunchDescription": ["initial_entities"],
               "IfCondition": ["predicate_expression"], "LaunchConfiguration": ["variable_name"],
-              "OpaqueFunction": [], "Node": []}
+              "OpaqueFunction": [], "Node": [], "SetEnvironmentVariable": ["name", "value"]}
 
 
 class Context:
@@ -59,6 +60,7 @@ def _stand_ins():
     mods["launch"].LaunchDescription = make("LaunchDescription")
     mods["launch.actions"].DeclareLaunchArgument = make("DeclareLaunchArgument")
     mods["launch.actions"].OpaqueFunction = make("OpaqueFunction")
+    mods["launch.actions"].SetEnvironmentVariable = make("SetEnvironmentVariable")
     mods["launch.conditions"].IfCondition = make("IfCondition")
     mods["launch.substitutions"].LaunchConfiguration = make("LaunchConfiguration")
     mods["launch_ros.actions"].Node = make("Node")
@@ -83,7 +85,8 @@ def launch(monkeypatch):
 
 def test_launch_arguments(launch):
     args, _ = launch
-    assert set(args) == {"side", "gui", "rviz", "rviz_config", "joint_states", "use_sim_time"}
+    assert set(args) == {"side", "gui", "rviz", "rviz_config", "joint_states", "use_sim_time", "discovery_range"}
+    assert args["discovery_range"]["default_value"] == "LOCALHOST"
     assert args["side"]["choices"] == ["right", "left"] and args["gui"]["default_value"] == "true"
     assert pathlib.Path(args["rviz_config"]["default_value"]) == paths.rviz_config_path()
 

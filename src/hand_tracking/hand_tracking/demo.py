@@ -3,8 +3,9 @@ and a summary.
 
 tracker (video, real-time pacing) → twin (headless, frames recorded) + joint_mapper + servo driver
 on the simulated board, all as separate processes (:mod:`hand_tracking.runner`). While it runs,
-the demo calibrates the tracker live through its ``~/calibrate`` service: the open hand on the
-first frames, the fist near frame 270 (facts of the shared video, ../shared/media/README.md).
+the demo calibrates the tracker live through its ``~/calibrate`` service: the open hand at frames
+122-140, the fist at 262-272 (facts of the shared video, ../shared/media/README.md; on another
+video there is no schedule and the tracker keeps its configured windows).
 Outputs in ``out/``: ``demo.mp4`` (camera + skeleton + HUD | twin), ``demo_bag/`` (rosbag2 MCAP),
 ``summary.json``, ``logs/``.
 """
@@ -26,10 +27,24 @@ from hand_tracking import contract
 from hand_tracking.runner import RunConfig, Runner, _video_frame_count
 from hand_tracking.stats import percentiles_ms, rate_hz
 
+#: sha256 of ../shared/media/human_hand_video.mp4 (its README): the frame facts below are its own.
+SHARED_VIDEO_SHA256 = "d306af128862940fc6e3c737a42ec6b00a137fff1c37b10805fe2c143c62ddb8"
 #: Live calibration schedule on the shared video: (pose, first frame index, capture seconds).
 #: Open hand near frame 135 (in frames 13-31 the thumb is tucked, so not the first frames); fist
 #: near frame 270, held for about half a second.
 CALIBRATION_SCHEDULE = (("open", 122, 0.6), ("fist", 262, 0.35))
+#: Frame windows of the shared video where the summary reports mean flexions: open hand before the
+#: calibration is applied, open hand and fist after it.
+SUMMARY_WINDOWS = {"open_hand_before (frames 0-11)": (0, 12), "open_hand_after (frames 295-305)": (295, 306),
+                   "open_hand_after (frames 580-590)": (580, 591), "fist_after (frames 610-620)": (610, 621)}
+
+
+def is_shared_video(path: str) -> bool:
+    """True for the shared recording (by content), whose frame facts the demo schedule uses."""
+    import hashlib
+
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest() == SHARED_VIDEO_SHA256
 
 
 def default_video() -> str:
@@ -98,9 +113,12 @@ def run_demo(args: argparse.Namespace, out: pathlib.Path, overrides: dict, param
                     record=not args.no_record, sim_board=True, video_frames=n_frames, idle_stop_s=5.0,
                     duration_s=args.duration)
     runner = Runner(cfg)
-    calibration = LiveCalibration()
+    shared = is_shared_video(video)
+    calibration = LiveCalibration(CALIBRATION_SCHEDULE if shared else ())
     code = 0
     print(f"[demo] {video}: {n_frames} frames; outputs in {out}", flush=True)
+    if not shared:
+        print("[demo] not the shared video: no live calibration schedule (use `runner calibrate`)", flush=True)
     try:
         runner.start()
         runner.connect()
@@ -117,8 +135,11 @@ def run_demo(args: argparse.Namespace, out: pathlib.Path, overrides: dict, param
     finally:
         runner.stop()
     if code == 0 or code == 130:
-        summary = write_outputs(runner, calibration, video, n_frames, out, twin_dir)
+        summary = write_outputs(runner, calibration, video, n_frames, out, twin_dir, shared)
         print(json.dumps(summary, indent=2))
+        if summary["frames_with_hand"] == 0:
+            print(f"[demo] error: no hand detected in any of the {n_frames} frames", flush=True)
+            code = code or 1
     return code
 
 
@@ -148,7 +169,7 @@ def twin_latencies(rows: list[dict[str, Any]]) -> list[float]:
 
 
 def write_outputs(runner: Runner, calibration: LiveCalibration, video: str, n_frames: int,
-                  out: pathlib.Path, twin_dir: pathlib.Path) -> dict[str, Any]:
+                  out: pathlib.Path, twin_dir: pathlib.Path, shared: bool = False) -> dict[str, Any]:
     from hand_tracking import bag
 
     twin_rows = read_twin_frames(twin_dir)
@@ -180,7 +201,7 @@ def write_outputs(runner: Runner, calibration: LiveCalibration, video: str, n_fr
         "latency_capture_to_twin_applied_ms": percentiles_ms(twin_latencies(twin_rows)),
         "twin_frames_rendered": len(twin_rows),
         "servo": servo_summary(runner),
-        "live_calibration": calibration_summary(calibration, runner),
+        "live_calibration": calibration_summary(calibration, runner, SUMMARY_WINDOWS if shared else {}),
         "bag": str(bag_path),
         "bag_message_counts": counts,
         "demo_video": video_out,
@@ -209,9 +230,10 @@ def servo_summary(runner: Runner) -> dict[str, Any]:
     return {}
 
 
-def calibration_summary(cal: LiveCalibration, runner: Runner) -> dict[str, Any]:
-    """Captures, windows before/after, and the mean flexion on the media README's open-hand frames
-    before the calibration (frames 0-30) and after it (near frames 300 and 585)."""
+def calibration_summary(cal: LiveCalibration, runner: Runner,
+                        windows: dict[str, tuple[int, int]]) -> dict[str, Any]:
+    """Captures, windows before/after, and the mean flexion (thumb..pinky) over each named frame
+    window [lo, hi) (the shared video's open-hand and fist frames)."""
     by_frame = {i: runner.flexions[stamp] for i, _, _, stamp in runner.frames if stamp in runner.flexions}
 
     def mean_at(lo: int, hi: int) -> list[float] | None:
@@ -223,10 +245,7 @@ def calibration_summary(cal: LiveCalibration, runner: Runner) -> dict[str, Any]:
         "applied_at_frame": cal.applied_at_frame,
         "windows_before": cal.windows_before,
         "windows_after": cal.windows_after,
-        "open_hand_flexion_before (frames 0-30)": mean_at(0, 30),
-        "open_hand_flexion_after (frames 295-305)": mean_at(295, 305),
-        "open_hand_flexion_after (frames 580-590)": mean_at(580, 590),
-        "fist_flexion_after (frames 610-620)": mean_at(610, 621),
+        "mean_flexion": {name: mean_at(lo, hi) for name, (lo, hi) in windows.items()},
         "flexion_messages": len(runner.flexions),
     }
 

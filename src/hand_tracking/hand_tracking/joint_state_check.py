@@ -239,6 +239,9 @@ def check_live(urdf_xml: str, topic: str = contract.TOPIC_JOINT_STATES, duration
 
     own = not rclpy.ok()
     if own:
+        from hand_tracking.processes import ensure_local_discovery
+
+        ensure_local_discovery()  # DDS stays on this machine unless told otherwise
         rclpy.init()
     node = rclpy.create_node("joint_state_checker")
     checker = JointStateChecker(urdf_xml, **opts)

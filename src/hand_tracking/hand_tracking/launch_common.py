@@ -7,13 +7,14 @@ Launch arguments shared by every profile:
   source         frame source for the tracker, e.g. ``camera:0``, ``video:/path/clip.mp4``
   <key>_params   parameter YAML per node (defaults: the package's ``config/<node>.yaml``)
   use_sim_time   passed to every node
-  headless       twin without the interactive viewer (offscreen rendering only)
+  headless       twin without the interactive viewer
+  discovery_range  ROS_AUTOMATIC_DISCOVERY_RANGE of the nodes (default LOCALHOST) (offscreen rendering only)
 Profile-specific: ``port`` and ``sim_board`` (hardware), ``rviz`` (rviz).
 """
 
 from __future__ import annotations
 
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, SetEnvironmentVariable
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution, PythonExpression
 from launch_ros.actions import LifecycleNode, Node
@@ -81,8 +82,20 @@ def profile_launch(profile: str, extra_arguments=(), extra_actions=()) -> Launch
         output="screen",
     )
     return LaunchDescription(
-        _arguments(specs) + list(extra_arguments) + [_node(s, profile) for s in specs] + list(extra_actions) + [manager]
+        discovery_range() + _arguments(specs) + list(extra_arguments) + [_node(s, profile) for s in specs]
+        + list(extra_actions) + [manager]
     )
+
+
+def discovery_range() -> list:
+    """``discovery_range`` argument (default LOCALHOST: DDS traffic stays on this machine; SUBNET to
+    run the graph across machines) applied to every process the launch file starts."""
+    return [
+        DeclareLaunchArgument("discovery_range", default_value="LOCALHOST",
+                              choices=["LOCALHOST", "SUBNET", "SYSTEM_DEFAULT", "OFF"],
+                              description="ROS_AUTOMATIC_DISCOVERY_RANGE of the started nodes"),
+        SetEnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE", LaunchConfiguration("discovery_range")),
+    ]
 
 
 def hardware_extras():

@@ -109,6 +109,9 @@ def run(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
     """
     rclpy.init(args=list(args) if args is not None else sys.argv,
                signal_handler_options=SignalHandlerOptions.NO)
+    # SIGINT and SIGTERM both end the spin with KeyboardInterrupt; SIGINT explicitly, because a
+    # process started in the background inherits SIGINT as *ignored* and would never go safe.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     node = None
     code = 0

@@ -193,6 +193,11 @@ def sample_live(topic: str = contract.TOPIC_JOINT_STATES, timeout: float = 10.0)
     from rclpy.wait_for_message import wait_for_message
     from sensor_msgs.msg import JointState
 
+    from hand_tracking.processes import ensure_local_discovery
+
+
+    ensure_local_discovery()  # DDS stays on this machine unless told otherwise
+
     rclpy.init()
     try:
         node = rclpy.create_node("pose_picture")

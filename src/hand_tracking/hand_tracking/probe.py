@@ -23,14 +23,14 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from hand_tracking.lifecycle_client import LifecycleClient
-from hand_tracking.processes import require_local_ros_env
+from hand_tracking.processes import ensure_local_discovery
 
 
 class RosProbe:
     """A test-side node spun in a background thread: subscribe, publish, call services."""
 
     def __init__(self, name: str = "test_probe"):
-        require_local_ros_env()
+        ensure_local_discovery()
         if not rclpy.ok():
             # No rclpy signal handlers: Ctrl-C stays a KeyboardInterrupt for the caller (the runner),
             # and the context stays valid so it can still take the nodes down in order.

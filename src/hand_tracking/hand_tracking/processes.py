@@ -13,10 +13,19 @@ import sys
 from collections.abc import Sequence
 
 
+def ensure_local_discovery() -> None:
+    """Confine DDS discovery to this machine: set ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST when it is
+    unset (child processes inherit it); RuntimeError if it is set to anything else."""
+    value = os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    if value != "LOCALHOST":
+        raise RuntimeError(f"ROS_AUTOMATIC_DISCOVERY_RANGE is {value!r}: this tool keeps DDS traffic on this "
+                           "machine; unset it or set LOCALHOST (source tools/env.sh)")
+
+
 def require_local_ros_env() -> None:
-    """Raise RuntimeError unless DDS discovery is confined to this machine and a domain is set."""
-    if os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE") != "LOCALHOST":
-        raise RuntimeError("ROS_AUTOMATIC_DISCOVERY_RANGE must be LOCALHOST (source tools/env.sh)")
+    """For tests: discovery confined to this machine (see :func:`ensure_local_discovery`) and a
+    private ROS_DOMAIN_ID set; RuntimeError otherwise."""
+    ensure_local_discovery()
     if not os.environ.get("ROS_DOMAIN_ID"):
         raise RuntimeError("ROS_DOMAIN_ID must be set to a private domain")
 
@@ -25,7 +34,7 @@ class NodeProcess:
     """A process started with ``args``, output to ``log_path``, stopped with SIGINT (then SIGKILL)."""
 
     def __init__(self, args: Sequence[str], log_path: str, env: dict[str, str] | None = None):
-        require_local_ros_env()
+        ensure_local_discovery()
         self.args = list(args)
         self.log_path = log_path
         self._log = open(log_path, "wb")

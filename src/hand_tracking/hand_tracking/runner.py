@@ -20,6 +20,7 @@ import argparse
 import math
 import os
 import pathlib
+import signal
 import sys
 import threading
 import time
@@ -35,7 +36,7 @@ from hand_tracking.bringup import (
     share_file,
     shutdown_order,
 )
-from hand_tracking.processes import NodeProcess, require_local_ros_env
+from hand_tracking.processes import NodeProcess, ensure_local_discovery
 from hand_tracking.stats import percentiles_ms, rate_hz
 
 #: Topics recorded to the bag: topic -> ROS type name.
@@ -81,6 +82,20 @@ def parse_overrides(items: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def parse_params_files(items: list[str]) -> dict[str, str]:
+    """``["tracker=my.yaml"]`` → ``{"tracker": "/abs/my.yaml"}``; ValueError names a malformed item
+    or a missing file."""
+    out = {}
+    for item in items:
+        key, sep, path = item.partition("=")
+        if not sep or not key or not path:
+            raise ValueError(f"--params-file '{item}' is not <node>=<file>")
+        if not os.path.isfile(path):
+            raise ValueError(f"--params-file {key}: no file {path}")
+        out[key] = os.path.abspath(path)
+    return out
+
+
 @dataclass
 class RunConfig:
     """What to run: a bringup profile plus per-node parameter overrides and outputs."""
@@ -100,9 +115,13 @@ class Runner:
     """Starts, supervises and stops one profile's node processes (see module docstring)."""
 
     def __init__(self, cfg: RunConfig):
-        require_local_ros_env()
+        ensure_local_discovery()
         self.cfg = cfg
         self.specs: list[NodeSpec] = profile_nodes(cfg.profile)
+        unknown = sorted((set(cfg.overrides) | set(cfg.params_files)) - {s.key for s in self.specs})
+        if unknown:
+            raise ValueError(f"no node {unknown} in profile '{cfg.profile}'; its nodes are "
+                             f"{[s.key for s in self.specs]}")
         for spec in self.specs:  # the profile's own parameters (two_hands: hands: two); -p overrides win
             for k, v in profile_params(cfg.profile, spec.key).items():
                 cfg.overrides.setdefault(spec.key, {}).setdefault(k, v)
@@ -213,7 +232,9 @@ class Runner:
     def _on_flexions(self, msg) -> None:
         now = time.time()
         stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
-        self.flexion_latency.append(now - stamp * 1e-9)
+        latency = now - stamp * 1e-9
+        if -0.5 < latency < 10.0:  # else the stamp is not a capture time on this clock (replayed stamps)
+            self.flexion_latency.append(latency)
         by_name = dict(zip(msg.name, msg.position))
         self.flexions[stamp] = [float(by_name.get(f, math.nan)) for f in contract.FINGER_NAMES]
         self.last_flexion = self.flexions[stamp]
@@ -226,13 +247,43 @@ class Runner:
             entry["_message"] = status.message
             self.diagnostics[status.name] = entry
 
-    def bring_up(self) -> None:
-        from hand_tracking.lifecycle_client import LifecycleClient
+    def bring_up(self, timeout: float = 60.0) -> None:
+        """Wait for every node's lifecycle services (failing fast, with its log, if a process dies),
+        check the -p overrides against what the nodes declare, then configure and activate them in
+        order. RuntimeError names the node and quotes its log."""
+        from hand_tracking.lifecycle_client import LifecycleClient, LifecycleError
 
-        client = LifecycleClient(self.probe.node, timeout=60.0)
+        client = LifecycleClient(self.probe.node, timeout=timeout)
         names = [s.name for s in self.specs]
-        client.wait_for(names)
-        client.bring_up(names, before_activate=self._wait_for_publishers)
+        end = time.monotonic() + timeout
+        while True:
+            self.check_alive()
+            try:
+                client.wait_for(names, timeout=0.5)
+                break
+            except LifecycleError as exc:
+                if time.monotonic() > end:
+                    raise RuntimeError(f"{exc}; see {self.log_dir}") from None
+        self._check_overrides()
+        try:
+            client.bring_up(names, before_activate=self._wait_for_publishers)
+        except LifecycleError as exc:
+            key = next((s.key for s in self.specs if f"/{s.name}:" in str(exc)), None)
+            tail = f"\nlast lines of {self.procs[key].log_path}:\n{self.procs[key].tail(8)}" if key else ""
+            raise RuntimeError(f"{exc}{tail}") from None
+
+    def _check_overrides(self) -> None:
+        """rclpy silently ignores an override of an undeclared parameter: refuse such typos."""
+        from rcl_interfaces.srv import ListParameters
+
+        for spec in self.specs:
+            wanted = set(self.cfg.overrides.get(spec.key, {}))
+            if not wanted:
+                continue
+            res = self.probe.call(ListParameters, f"/{spec.name}/list_parameters", ListParameters.Request())
+            unknown = sorted(wanted - set(res.result.names))
+            if unknown:
+                raise ValueError(f"/{spec.name} declares no parameter {unknown} (check -p {spec.key}.<name>)")
 
     def _wait_for_publishers(self, timeout: float = 10.0) -> None:
         """Before anything is active: wait until the recorder sees every configured publisher of
@@ -336,13 +387,15 @@ def run_profile(args: argparse.Namespace) -> int:
     out = pathlib.Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     overrides = parse_overrides(args.param or [])
-    params_files = dict(kv.split("=", 1) for kv in (args.params_file or []))
+    params_files = parse_params_files(args.params_file or [])
     if args.profile == "demo":
         return demo.run_demo(args, out, overrides, params_files)
     source = args.source or (f"video:{os.path.abspath(args.video)}" if args.video else "camera:0")
     overrides.setdefault("tracker", {}).setdefault("source", source)
     frames = None
     kind, _, target = source.partition(":")
+    if overrides["tracker"].get("loop") is True:
+        kind = "looping"  # runs until Ctrl-C / --duration
     if kind == "video":
         frames = _video_frame_count(target)
     elif kind == "bag":
@@ -380,7 +433,10 @@ def run_param(args: argparse.Namespace) -> int:
         (result,) = probe.set_parameters(args.node, **{args.name: yaml.safe_load(args.value)})
     finally:
         probe.close()
-    print("Set parameter successful" if result.successful else f"Setting parameter failed: {result.reason}")
+    reason = result.reason
+    if not result.successful and "undeclared" in reason:
+        reason = f"/{args.node} has no parameter '{args.name}'"
+    print("Set parameter successful" if result.successful else f"Setting parameter failed: {reason}")
     return 0 if result.successful else 1
 
 
@@ -426,9 +482,21 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
+    # SIGTERM (kill, systemd, docker stop) stops like Ctrl-C: actuators to the safe pose first. SIGINT
+    # explicitly too: a runner started in the background inherits it as ignored.
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     args = build_parser().parse_args(argv)
-    sys.exit(args.func(args))
+    try:
+        sys.exit(args.func(args))
+    except (OSError, ValueError, TypeError, TimeoutError, RuntimeError) as exc:
+        print(f"runner: error: {exc}", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ from geometry_msgs.msg import Point
 from hand_msgs.msg import HandLandmarks, HandLandmarksArray
 from hand_msgs.srv import Calibrate
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.task import Future
@@ -169,8 +169,9 @@ class TrackerNode(SafeLifecycleNode):
         # In every state, so that a call while not active is answered (refused with the reason).
         # Own callback group: the handler awaits frames that the timer / the topic subscription
         # (default group) deliver, so it must not hold the default group while it waits.
+        # reentrant: while one capture is awaited, a second request is answered at once ("already running")
         self._srv = self.create_service(Calibrate, "~/calibrate", self._on_calibrate,
-                                        callback_group=MutuallyExclusiveCallbackGroup())
+                                        callback_group=ReentrantCallbackGroup())
         self.get_logger().info(f"{contract.TRACKER_NODE} ready (unconfigured), source "
                                f"{self.get_parameter('source').value!r}")
 

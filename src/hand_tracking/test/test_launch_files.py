@@ -33,6 +33,7 @@ SIGNATURES = {
     "Node": (NODE_KW, {"executable"}),
     "LifecycleNode": (NODE_KW, {"executable", "name", "namespace"}),
     "DeclareLaunchArgument": ({"name", "default_value", "description", "choices", "condition"}, {"name"}),
+    "SetEnvironmentVariable": ({"name", "value", "condition"}, {"name", "value"}),
     "LaunchDescription": ({"initial_entities", "deprecated_reason"}, set()),
     "IfCondition": ({"predicate_expression"}, {"predicate_expression"}),
     "UnlessCondition": ({"predicate_expression"}, {"predicate_expression"}),
@@ -47,7 +48,7 @@ SIGNATURES = {
     "PythonLaunchDescriptionSource": ({"launch_file_path"}, {"launch_file_path"}),
 }
 POSITIONAL = {  # positional parameter names, in order
-    "DeclareLaunchArgument": ["name"], "LaunchDescription": ["initial_entities"],
+    "DeclareLaunchArgument": ["name"], "SetEnvironmentVariable": ["name", "value"], "LaunchDescription": ["initial_entities"],
     "IfCondition": ["predicate_expression"], "UnlessCondition": ["predicate_expression"],
     "LaunchConfiguration": ["variable_name"], "PathJoinSubstitution": ["substitutions"],
     "PythonExpression": ["expression"], "FindPackageShare": ["package"], "ParameterValue": ["value"],
@@ -80,7 +81,7 @@ def _fake_modules() -> dict[str, types.ModuleType]:
 
     layout = {
         "launch": ["LaunchDescription"],
-        "launch.actions": ["DeclareLaunchArgument", "IncludeLaunchDescription"],
+        "launch.actions": ["DeclareLaunchArgument", "IncludeLaunchDescription", "SetEnvironmentVariable"],
         "launch.launch_description_sources": ["PythonLaunchDescriptionSource"],
         "launch.conditions": ["IfCondition", "UnlessCondition"],
         "launch.substitutions": ["LaunchConfiguration", "PathJoinSubstitution", "PythonExpression"],
@@ -148,6 +149,11 @@ def test_launch_file_names_real_executables_and_files(launch_file):
     defaults = {k: _resolve(v, {}) for k, v in args.items() if v is not None}
     nodes = [e for e in entities if e.kind in ("Node", "LifecycleNode")]
     lifecycle = [n for n in nodes if n.kind == "LifecycleNode"]
+    # DDS stays on this machine unless the user asks otherwise (discovery_range:=SUBNET)
+    (env,) = [e for e in entities if e.kind == "SetEnvironmentVariable"]
+    assert env.kw["name"] == "ROS_AUTOMATIC_DISCOVERY_RANGE"
+    assert defaults[env.kw["value"].kw["variable_name"]] == "LOCALHOST"
+    assert entities.index(env) < min(entities.index(n) for n in nodes)
     # the launch file starts exactly its bringup profile's lifecycle nodes, with the table's names
     expected = bringup.profile_nodes(LAUNCH_FILES[launch_file])
     assert [(n.kw["package"], n.kw["executable"], n.kw["name"]) for n in lifecycle] == \

@@ -1,4 +1,4 @@
-"""Ctrl-C in the middle of a run: the runner takes the servo driver to its safe pose first, every
+"""Ctrl-C (or SIGTERM: kill, systemd, docker stop) in the middle of a run: the runner takes the servo driver to its safe pose first, every
 node process exits, and the runner exits cleanly (hardware profile, simulated board, real video)."""
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ import signal
 import subprocess
 import sys
 import time
+
+import pytest
 
 from hand_tracking.testing import wait_until
 
@@ -34,7 +36,8 @@ def processes_mentioning(text: str) -> list[int]:
     return pids
 
 
-def test_ctrl_c_sends_actuators_to_safe_pose_and_stops_every_process(video_path, tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_stop_signal_sends_actuators_to_safe_pose_and_stops_every_process(video_path, tmp_path, signum):
     out = tmp_path / "run"
     runner = subprocess.Popen([sys.executable, "-m", "hand_tracking.runner", "hardware", "--video", str(video_path),
                                "--out", str(out), "--no-record"],
@@ -47,7 +50,7 @@ def test_ctrl_c_sends_actuators_to_safe_pose_and_stops_every_process(video_path,
         children = [p for p in processes_mentioning(str(out)) if p != runner.pid]
         assert children, "the runner's node processes were not found"
         t_sigint = time.time()
-        runner.send_signal(signal.SIGINT)
+        runner.send_signal(signum)
         output, _ = runner.communicate(timeout=60)
     finally:
         if runner.poll() is None:
