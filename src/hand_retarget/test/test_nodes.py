@@ -170,8 +170,12 @@ def test_retarget_and_twin_nodes(tmp_path, desc):
         # a malformed command is rejected by the twin, never applied
         bad_pub = probe.publisher(JointState, TOPIC_JOINT_COMMANDS, stream)
         probe.wait_for_subscribers(bad_pub)
-        bad_pub.publish(JointState(name=["index_mcp"], position=[float("nan")]))
-        wait_until(lambda: "rejected /dex_hand/joint_commands" in procs[1].output(), 5, "twin rejection")
+
+        def rejected() -> bool:   # the twin keeps only the newest command (LATEST): resend until it sees one
+            bad_pub.publish(JointState(name=["index_mcp"], position=[float("nan")]))
+            return "rejected /dex_hand/joint_commands" in procs[1].output()
+
+        wait_until(rejected, 10, "twin rejection")
 
         # no landmarks: after target_timeout the commands (and the twin) return to the open pose
         publisher.stop()
