@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VIDEO ?= ../shared/media/human_hand_video.mp4
 OUT ?= out
 
-.PHONY: all bootstrap demo arm-demo test lint clean
+.PHONY: all bootstrap demo arm-demo dex-demo test lint clean
 
 all: test
 
@@ -23,6 +23,10 @@ demo: bootstrap
 # the gesture-teleoperated SO-101 arm (arm_teleop) on the video: out/arm/arm_demo.mp4, summary.json
 arm-demo: bootstrap
 	@. tools/env.sh && $(PRIVATE_DOMAIN) && python -m arm_teleop.demo --video "$(VIDEO)" --out "$(OUT)/arm"
+
+# DexPilot retargeting onto the dexterous hand with Kapandji scores (hand_retarget) on the video
+dex-demo: bootstrap
+	@. tools/env.sh && $(PRIVATE_DOMAIN) && python -m hand_retarget.demo --video "$(VIDEO)" --out "$(OUT)/dex_demo.mp4"
 
 lint: bootstrap
 	@. tools/env.sh && ruff check src tools conftest.py

@@ -29,6 +29,7 @@ from typing import Any
 
 from hand_tracking import contract
 from hand_tracking.bringup import (
+    PROFILES,
     NodeSpec,
     executable_path,
     profile_nodes,
@@ -459,7 +460,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="runner", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    for profile in ("demo", "sim", "rviz", "hardware", "two_hands"):
+    # every bringup profile but gazebo (which needs `gz sim` and ros_gz_bridge: use its launch file)
+    for profile in [p for p in PROFILES if p != "gazebo"]:
         s = sub.add_parser(profile, help=f"run the '{profile}' node set")
         s.add_argument("--video", help="video file for the tracker (default for demo: the shared hand video)")
         s.add_argument("--source", help="tracker source, e.g. camera:0 (overrides --video)")
