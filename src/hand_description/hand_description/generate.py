@@ -135,23 +135,7 @@ def urdf_string(desc: HandDescription) -> str:
            f'  <material name="palm"><color rgba="{rgba(desc.colors["palm"])}"/></material>']
 
     def link(name: str, material: str) -> None:
-        ine = desc.inertial(name)
-        out.append(f'  <link name="{name}">')
-        out.append("    <inertial>")
-        out.append(f'      <origin xyz="{vec(ine.com)}" rpy="0 0 0"/>')
-        out.append(f'      <mass value="{num(ine.mass)}"/>')
-        out.append(f"      <inertia {_inertia_attrs(ine.inertia)}/>")
-        out.append("    </inertial>")
-        prims = [pr for sh in desc.link_shapes(name) for pr in urdf_primitives(sh)]
-        for tag in ("visual", "collision"):
-            for k, (kind, pos, rot, params) in enumerate(prims):
-                out.append(f'    <{tag} name="{name}_{k}">')
-                out.append(f"      {_origin(pos, rot)}")
-                out.append(f"      <geometry>{_urdf_geometry(kind, params)}</geometry>")
-                if tag == "visual":
-                    out.append(f'      <material name="{material}"/>')
-                out.append(f"    </{tag}>")
-        out.append("  </link>")
+        out.extend(urdf_link_lines(desc, name, material))
 
     link(desc.palm_link, "palm")
     for d in desc.digits:
@@ -172,13 +156,66 @@ def urdf_string(desc: HandDescription) -> str:
             out.append(f'    <dynamics damping="{num(jp.damping)}" friction="0"/>')
             out.append("  </joint>")
         last = d.segments[-1]
-        out.append(f'  <joint name="{d.name}_tip_joint" type="fixed">')
-        out.append(f'    <parent link="{last.link}"/>')
-        out.append(f'    <child link="{d.tip_link}"/>')
-        out.append(f'    <origin xyz="0 0 {num(last.length)}" rpy="0 0 0"/>')
-        out.append("  </joint>")
+        out.extend(urdf_tip_joint_lines(d.name, last.link, d.tip_link, last.length))
     out.append("</robot>")
     return "\n".join(out) + "\n"
+
+
+# --- XML pieces shared by every hand generated here (tendon hand, dexterous hand) --------------------
+# ``desc`` is any description with ``inertial(link)`` and ``link_shapes(link)`` (HandDescription,
+# dex.DexHandDescription).
+
+
+def urdf_link_lines(desc, name: str, material: str) -> list[str]:
+    """A URDF ``<link>``: inertial from ``desc.inertial(name)``, a visual and a collision per shape
+    primitive of ``desc.link_shapes(name)`` (metres, kg, kg·m²; link frame)."""
+    ine = desc.inertial(name)
+    out = [f'  <link name="{name}">', "    <inertial>", f'      <origin xyz="{vec(ine.com)}" rpy="0 0 0"/>',
+           f'      <mass value="{num(ine.mass)}"/>', f"      <inertia {_inertia_attrs(ine.inertia)}/>",
+           "    </inertial>"]
+    prims = [pr for sh in desc.link_shapes(name) for pr in urdf_primitives(sh)]
+    for tag in ("visual", "collision"):
+        for k, (kind, pos, rot, params) in enumerate(prims):
+            out.append(f'    <{tag} name="{name}_{k}">')
+            out.append(f"      {_origin(pos, rot)}")
+            out.append(f"      <geometry>{_urdf_geometry(kind, params)}</geometry>")
+            if tag == "visual":
+                out.append(f'      <material name="{material}"/>')
+            out.append(f"    </{tag}>")
+    out.append("  </link>")
+    return out
+
+
+def urdf_tip_joint_lines(digit: str, parent: str, tip_link: str, length: float) -> list[str]:
+    """The fixed ``{digit}_tip_joint`` putting ``tip_link`` at the end (+z, ``length`` m) of ``parent``."""
+    return [f'  <joint name="{digit}_tip_joint" type="fixed">', f'    <parent link="{parent}"/>',
+            f'    <child link="{tip_link}"/>', f'    <origin xyz="0 0 {num(length)}" rpy="0 0 0"/>', "  </joint>"]
+
+
+def mjcf_inertial_line(desc, link: str, indent: str) -> str:
+    """MJCF ``<inertial>`` of ``link`` (full inertia tensor about the COM, body frame)."""
+    ine = desc.inertial(link)
+    i = ine.inertia
+    return (f'{indent}<inertial pos="{vec(ine.com)}" mass="{num(ine.mass)}" '
+            f'fullinertia="{vec([i[0, 0], i[1, 1], i[2, 2], i[0, 1], i[0, 2], i[1, 2]])}"/>')
+
+
+def mjcf_geom_lines(desc, link: str, indent: str, material: str | None = None) -> list[str]:
+    """MJCF geoms of ``link``'s shapes (capsule, box or sphere; named ``link`` or ``link_k``)."""
+    shapes = desc.link_shapes(link)
+    out = []
+    for k, sh in enumerate(shapes):
+        name = link if len(shapes) == 1 else f"{link}_{k}"
+        mat = f' material="{material}"' if material else ""
+        if sh.kind == "capsule":
+            out.append(f'{indent}<geom name="{name}" type="capsule" fromto="{vec(sh.a)} {vec(sh.b)}" '
+                       f'size="{num(sh.radius)}"{mat}/>')
+        elif sh.kind == "box":
+            out.append(f'{indent}<geom name="{name}" type="box" pos="{vec(sh.pos)}" '
+                       f'quat="{vec(matrix_to_quat(sh.rot))}" size="{vec(sh.half)}"{mat}/>')
+        else:
+            out.append(f'{indent}<geom name="{name}" type="sphere" pos="{vec(sh.pos)}" size="{num(sh.radius)}"{mat}/>')
+    return out
 
 
 def robot_name(desc: HandDescription) -> str:
@@ -238,24 +275,10 @@ def mjcf_string(desc: HandDescription, lengths: dict[str, tuple[float, float, fl
            "  <worldbody>"]
 
     def inertial(link: str, depth: int) -> None:
-        ine = desc.inertial(link)
-        i = ine.inertia
-        out.append(f'{ind * depth}<inertial pos="{vec(ine.com)}" mass="{num(ine.mass)}" '
-                   f'fullinertia="{vec([i[0, 0], i[1, 1], i[2, 2], i[0, 1], i[0, 2], i[1, 2]])}"/>')
+        out.append(mjcf_inertial_line(desc, link, ind * depth))
 
     def geoms(link: str, depth: int, material: str | None = None) -> None:
-        shapes = desc.link_shapes(link)
-        for k, sh in enumerate(shapes):
-            name = link if len(shapes) == 1 else f"{link}_{k}"
-            mat = f' material="{material}"' if material else ""
-            if sh.kind == "capsule":
-                out.append(f'{ind * depth}<geom name="{name}" type="capsule" fromto="{vec(sh.a)} {vec(sh.b)}" '
-                           f'size="{num(sh.radius)}"{mat}/>')
-            elif sh.kind == "box":
-                out.append(f'{ind * depth}<geom name="{name}" type="box" pos="{vec(sh.pos)}" '
-                           f'quat="{vec(matrix_to_quat(sh.rot))}" size="{vec(sh.half)}"{mat}/>')
-            else:
-                out.append(f'{ind * depth}<geom name="{name}" type="sphere" pos="{vec(sh.pos)}" size="{num(sh.radius)}"{mat}/>')
+        out.extend(mjcf_geom_lines(desc, link, ind * depth, material))
 
     def site(name: str, pos: Sequence[float], depth: int) -> None:
         out.append(f'{ind * depth}<site name="{name}" pos="{vec(pos)}"/>')
