@@ -31,7 +31,7 @@ import argparse
 import math
 import pathlib
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -216,6 +216,28 @@ def mjcf_geom_lines(desc, link: str, indent: str, material: str | None = None) -
         else:
             out.append(f'{indent}<geom name="{name}" type="sphere" pos="{vec(sh.pos)}" size="{num(sh.radius)}"{mat}/>')
     return out
+
+
+def write_or_check(files: Mapping[str, str], out_dir: pathlib.Path, check: bool, command: str) -> int:
+    """Write generated ``files`` ({path relative to out_dir: text}) or, with ``check``, only compare
+    them with what is on disk. Returns the exit code: 1 (naming the stale files and ``command`` to
+    run) when a check finds a difference, else 0."""
+    stale = []
+    for rel, text in files.items():
+        target = out_dir / rel
+        if check:
+            if not target.is_file() or target.read_text() != text:
+                stale.append(str(target))
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        print(f"wrote {target}")
+    if stale:
+        print(f"out of date (run {command}): " + ", ".join(stale), file=sys.stderr)
+        return 1
+    if check:
+        print(f"{len(files)} files up to date in {out_dir}")
+    return 0
 
 
 def robot_name(desc: HandDescription) -> str:
@@ -466,22 +488,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     desc_path = args.description or (out_dir / "config" / "hand.yaml")
     desc = load(desc_path)
     files = build(desc)
-    stale = []
-    for rel, text in files.items():
-        target = out_dir / rel
-        if args.check:
-            if not target.is_file() or target.read_text() != text:
-                stale.append(str(target))
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-        print(f"wrote {target}")
-    if stale:
-        print("out of date (run generate_hand_models): " + ", ".join(stale), file=sys.stderr)
-        return 1
-    if args.check:
-        print(f"{len(files)} files up to date in {out_dir}")
-    return 0
+    return write_or_check(files, out_dir, args.check, "generate_hand_models")
 
 
 if __name__ == "__main__":

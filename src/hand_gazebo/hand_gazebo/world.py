@@ -48,7 +48,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from hand_description.description import HandDescription, Shape, derive_physics, load, matrix_to_rpy
-from hand_description.generate import num, vec
+from hand_description.generate import num, vec, write_or_check
 from hand_tracking.contract import HAND_SIDES
 
 WORLD_NAME = "two_hands"
@@ -290,23 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if out_dir is None:
         parser.error("cannot find the hand_gazebo source tree: pass --out <package dir>")
     files = build(load(args.description or description_path()))
-    stale = []
-    for rel, text in files.items():
-        target = out_dir / rel
-        if args.check:
-            if not target.is_file() or target.read_text() != text:
-                stale.append(str(target))
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-        print(f"wrote {target}")
-    if stale:
-        print("out of date (run generate_gz_world): " + ", ".join(stale), file=sys.stderr)
-        return 1
-    if args.check:
-        print(f"{len(files)} files up to date in {out_dir}")
-    return 0
-
+    return write_or_check(files, out_dir, args.check, "generate_gz_world")
 
 if __name__ == "__main__":
     sys.exit(main())
