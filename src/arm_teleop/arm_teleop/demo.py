@@ -233,13 +233,13 @@ def compose_video(video: str, path: pathlib.Path, landmarks: dict[int, Any], sta
     """camera + skeleton + arm HUD | the twin frame that first reflected the frame's command."""
     import cv2
 
-    from hand_tracking.demo_video import draw_skeleton, side_by_side
+    from hand_tracking.demo_video import VideoSink, draw_skeleton, side_by_side
 
     cap = cv2.VideoCapture(video)
     fps = cap.get(cv2.CAP_PROP_FPS) or 30.0
     stamps = np.array([r["command_stamp"] for r in twin_rows]) if twin_rows else np.empty(0)
     blank = np.zeros((480, 640, 3), np.uint8)
-    writer = None
+    sink = VideoSink(str(path), fps)
     last_twin = blank
     index = 0
     while True:
@@ -259,19 +259,10 @@ def compose_video(video: str, path: pathlib.Path, landmarks: dict[int, Any], sta
                 twin = img if img is not None else last_twin
         last_twin = twin
         draw_arm_hud(frame, states.get(index), index)
-        composed = side_by_side(frame, twin)
-        if writer is None:
-            writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps,
-                                     (composed.shape[1], composed.shape[0]))
-            if not writer.isOpened():
-                raise OSError(f"cannot open a video writer for {path}")
-        writer.write(composed)
+        sink.write(side_by_side(frame, twin))
         index += 1
     cap.release()
-    if writer is None:
-        return None
-    writer.release()
-    return str(path)
+    return sink.close()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -257,12 +257,12 @@ def compose_video(video: str, path: pathlib.Path, landmarks_by_index: dict[int, 
     command (or the latest earlier one). Returns the written path, or None without twin frames."""
     import cv2
 
-    from hand_tracking.demo_video import draw_hud, draw_skeleton, side_by_side
+    from hand_tracking.demo_video import VideoSink, draw_hud, draw_skeleton, side_by_side
 
     cap = cv2.VideoCapture(video)
     fps_in = cap.get(cv2.CAP_PROP_FPS) or 30.0
     twin_stamps = np.array([r["command_stamp"] for r in twin_rows]) if twin_rows else np.empty(0)
-    writer = None
+    sink = VideoSink(str(path), fps_in)
     blank = np.zeros((480, 640, 3), np.uint8)
     capture_times: list[float] = []
     last_flex = None
@@ -290,16 +290,7 @@ def compose_video(video: str, path: pathlib.Path, landmarks_by_index: dict[int, 
         note = "calibrated live (open + fist)" if calibrated_at is not None and index >= calibrated_at else (
             "default windows (uncalibrated)")
         draw_hud(frame, last_flex, fps, state, index, note)
-        composed = side_by_side(frame, twin)
-        if writer is None:
-            writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps_in,
-                                     (composed.shape[1], composed.shape[0]))
-            if not writer.isOpened():
-                raise OSError(f"cannot open video writer for {path}")
-        writer.write(composed)
+        sink.write(side_by_side(frame, twin))
         index += 1
     cap.release()
-    if writer is None:
-        return None
-    writer.release()
-    return str(path)
+    return sink.close()

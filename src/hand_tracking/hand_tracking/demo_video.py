@@ -79,3 +79,32 @@ def side_by_side(left: np.ndarray, right: np.ndarray, height: int = 480) -> np.n
     out = np.hstack([fit(left), fit(right)])
     # H.264/MPEG-4 encoders want even sizes
     return out[:, : out.shape[1] - out.shape[1] % 2]
+
+
+class VideoSink:
+    """MPEG-4 file writer that opens on the first frame (its size sets the video's).
+
+    ``write(frame)`` takes BGR uint8 frames of one size; ``close()`` returns the path, or None if no
+    frame was written. OSError if OpenCV cannot open a writer for ``path``.
+    """
+
+    def __init__(self, path: str, fps: float):
+        self.path, self.fps = str(path), float(fps)
+        self._writer = None
+        self.frames = 0
+
+    def write(self, frame: np.ndarray) -> None:
+        if self._writer is None:
+            self._writer = cv2.VideoWriter(self.path, cv2.VideoWriter_fourcc(*"mp4v"), self.fps,
+                                           (frame.shape[1], frame.shape[0]))
+            if not self._writer.isOpened():
+                raise OSError(f"cannot open a video writer for {self.path}")
+        self._writer.write(frame)
+        self.frames += 1
+
+    def close(self) -> str | None:
+        if self._writer is None:
+            return None
+        self._writer.release()
+        self._writer = None
+        return self.path
