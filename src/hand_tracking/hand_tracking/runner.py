@@ -281,7 +281,8 @@ class Runner:
             wanted = set(self.cfg.overrides.get(spec.key, {}))
             if not wanted:
                 continue
-            res = self.probe.call(ListParameters, f"/{spec.name}/list_parameters", ListParameters.Request())
+            res = self.probe.call(ListParameters, f"/{spec.name}/list_parameters", ListParameters.Request(),
+                                  timeout=60.0)  # a node still starting answers once it spins
             unknown = sorted(wanted - set(res.result.names))
             if unknown:
                 raise ValueError(f"/{spec.name} declares no parameter {unknown} (check -p {spec.key}.<name>)")
