@@ -62,13 +62,9 @@ class ArmRunner(Runner):
         super().start()
 
     def _start_recording(self) -> None:
-        from hand_tracking.bag import message_class
-
         super()._start_recording()
         for topic, type_name in ARM_TOPICS.items():
-            self.bag.add(topic, type_name)
-            self.probe.node.create_subscription(message_class(type_name), topic, self._recorder(topic),
-                                                contract.qos(MONITOR_QOS), raw=True)
+            self.record(topic, type_name)
 
     def _subscribe_measurements(self) -> None:
         from std_msgs.msg import String
@@ -273,7 +269,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--mode", choices=["cartesian", "joint"], default="cartesian")
     ap.add_argument("--no-record", action="store_true")
     args = ap.parse_args(argv)
-    sys.exit(run_demo(os.path.abspath(args.video), pathlib.Path(args.out).resolve(), args.mode, not args.no_record))
+    try:
+        code = run_demo(os.path.abspath(args.video), pathlib.Path(args.out).resolve(), args.mode, not args.no_record)
+    except (OSError, ValueError, RuntimeError) as exc:  # e.g. a missing video: one line, no traceback
+        print(f"arm_demo: error: {exc}", file=sys.stderr)
+        code = 2
+    sys.exit(code)
 
 
 if __name__ == "__main__":

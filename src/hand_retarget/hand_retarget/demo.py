@@ -124,5 +124,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _main() -> int:
+    try:
+        return main()
+    except (OSError, ValueError, RuntimeError) as exc:  # e.g. a missing video: one line, no traceback
+        print(f"hand_retarget.demo: error: {exc}", file=sys.stderr)
+        return 2
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_main())

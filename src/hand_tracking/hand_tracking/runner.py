@@ -41,20 +41,10 @@ from hand_tracking.processes import NodeProcess, ensure_local_discovery
 from hand_tracking.stats import percentiles_ms, rate_hz
 
 #: Topics recorded to the bag: topic -> ROS type name.
-RECORDED_TOPICS: dict[str, str] = {
-    contract.TOPIC_LANDMARKS: "hand_msgs/msg/HandLandmarksArray",
-    contract.TOPIC_TARGET_FLEXIONS: "sensor_msgs/msg/JointState",
-    contract.TOPIC_JOINT_FLEXIONS: "sensor_msgs/msg/JointState",
-    contract.TOPIC_JOINT_STATES: "sensor_msgs/msg/JointState",
-    contract.TOPIC_TWIN_JOINT_STATES: "sensor_msgs/msg/JointState",
-    contract.TOPIC_DIAGNOSTICS: "diagnostic_msgs/msg/DiagnosticArray",
-    # two hands (tracker / twin hands: two)
-    **{contract.side_topic(t, s): ty for s in contract.HAND_SIDES for t, ty in (
-        (contract.TOPIC_LANDMARKS, "hand_msgs/msg/HandLandmarksArray"),
-        (contract.TOPIC_TARGET_FLEXIONS, "sensor_msgs/msg/JointState"),
-        (contract.TOPIC_JOINT_FLEXIONS, "sensor_msgs/msg/JointState"),
-        (contract.TOPIC_TWIN_JOINT_STATES, "sensor_msgs/msg/JointState"))},
-}
+#: Topics never recorded: ROS infrastructure and camera-sized images (the demo keeps the twin's
+#: frames as files). Everything else the profile's nodes publish is recorded (see Runner.record).
+NOT_RECORDED_TOPICS = ("/rosout", "/parameter_events")
+NOT_RECORDED_TYPES = ("sensor_msgs/msg/Image",)
 
 #: The runner's subscriptions (recorder and measurements): reliable like the publishers, with a deep reader queue so that a
 #: busy Python process (2 shared cores) loses nothing: DDS fills the queue from its own threads.
@@ -133,6 +123,7 @@ class Runner:
         self.board: NodeProcess | None = None
         self.probe = None
         self.bag = None
+        self.recorded: set[str] = set()
         self._bag_lock = threading.Lock()
         self.t_start = time.time()
         # live measurements
@@ -191,7 +182,8 @@ class Runner:
         self._subscribe_measurements()
 
     def _start_recording(self) -> None:
-        from hand_tracking.bag import BagWriter, message_class
+        """Open the bag; topics are added by :meth:`record` as the nodes' publishers appear."""
+        from hand_tracking.bag import BagWriter
 
         path = self.cfg.out_dir / f"{self.cfg.profile}_bag"
         if path.exists():
@@ -199,10 +191,36 @@ class Runner:
 
             shutil.rmtree(path)
         self.bag = BagWriter(path)
-        for topic, type_name in RECORDED_TOPICS.items():
-            self.bag.add(topic, type_name)
-            self.probe.node.create_subscription(
-                message_class(type_name), topic, self._recorder(topic), contract.qos(MONITOR_QOS), raw=True)
+        for topic, type_name in self._expected_topics().items():
+            self.record(topic, type_name)
+
+    def record(self, topic: str, type_name: str) -> None:
+        """Record ``topic`` (ROS type name like ``sensor_msgs/msg/JointState``) from now on; a topic
+        already recorded is left as it is."""
+        from hand_tracking.bag import message_class
+
+        if self.bag is None or topic in self.recorded:
+            return
+        self.bag.add(topic, type_name)
+        self.probe.node.create_subscription(
+            message_class(type_name), topic, self._recorder(topic), contract.qos(MONITOR_QOS), raw=True)
+        self.recorded.add(topic)
+
+    def record_published_topics(self) -> set[str]:
+        """Record every topic the profile's nodes publish (as the ROS graph shows them now), except
+        infrastructure, lifecycle transition events and images. Returns the recorded topics."""
+        node = self.probe.node
+        for spec in self.specs:
+            try:
+                pubs = node.get_publisher_names_and_types_by_node(spec.name, "/")
+            except Exception:  # noqa: BLE001 - the node is not discovered yet
+                continue
+            for topic, types in pubs:
+                if (topic in NOT_RECORDED_TOPICS or topic.endswith("/transition_event") or not types
+                        or types[0] in NOT_RECORDED_TYPES):
+                    continue
+                self.record(topic, types[0])
+        return set(self.recorded)
 
     def _recorder(self, topic: str):
         def cb(data: bytes) -> None:
@@ -287,28 +305,47 @@ class Runner:
             if unknown:
                 raise ValueError(f"/{spec.name} declares no parameter {unknown} (check -p {spec.key}.<name>)")
 
+    def _expected_topics(self) -> dict[str, str]:
+        """The main topics this profile's nodes publish: {topic: type}. They are subscribed before
+        the nodes are configured, so discovery has matched them by the time frames flow."""
+        landmarks, joints = "hand_msgs/msg/HandLandmarksArray", "sensor_msgs/msg/JointState"
+        keys = {s.key for s in self.specs}
+        out = {contract.TOPIC_DIAGNOSTICS: "diagnostic_msgs/msg/DiagnosticArray"}
+        if "tracker" in keys:
+            out[contract.TOPIC_LANDMARKS] = landmarks
+            for t in (contract.TOPIC_TARGET_FLEXIONS, contract.TOPIC_JOINT_FLEXIONS):
+                if self.two_hands:
+                    out.update({contract.side_topic(t, side): joints for side in contract.HAND_SIDES})
+                else:
+                    out[t] = joints
+        if "twin" in keys:
+            if self.cfg.overrides.get("twin", {}).get("hands") == "two":
+                out.update({contract.side_topic(contract.TOPIC_TWIN_JOINT_STATES, side): joints
+                            for side in contract.HAND_SIDES})
+            else:
+                out[contract.TOPIC_TWIN_JOINT_STATES] = joints
+        if "joint_mapper" in keys:
+            out[contract.TOPIC_JOINT_STATES] = joints
+        return out
+
     def _wait_for_publishers(self, timeout: float = 10.0) -> None:
-        """Before anything is active: wait until the recorder sees every configured publisher of
-        the recorded topics, so the first frames are not lost to discovery."""
+        """Before anything is active: record what the configured nodes publish and wait until the
+        recorder sees the main topics' publishers, so the first frames are not lost to discovery."""
         if self.bag is None:
             return
         node = self.probe.node
-        sides = contract.HAND_SIDES if self.two_hands else ()
-        expected = {contract.TOPIC_LANDMARKS}
-        expected |= {contract.side_topic(contract.TOPIC_TARGET_FLEXIONS, s) for s in sides} or {contract.TOPIC_TARGET_FLEXIONS}
-        if any(s.key == "twin" for s in self.specs):
-            twin_two = self.cfg.overrides.get("twin", {}).get("hands") == "two"
-            expected |= ({contract.side_topic(contract.TOPIC_TWIN_JOINT_STATES, s) for s in contract.HAND_SIDES}
-                         if twin_two else {contract.TOPIC_TWIN_JOINT_STATES})
-        if any(s.key == "joint_mapper" for s in self.specs):
-            expected.add(contract.TOPIC_JOINT_STATES)
+        expected = {t for t in self._expected_topics() if t != contract.TOPIC_DIAGNOSTICS}
+        before = set(self.recorded)
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            if all(node.count_publishers(t) > 0 for t in expected):
-                time.sleep(0.3)  # endpoint discovery has found them; let the matching complete
+            recorded = self.record_published_topics()
+            if expected <= recorded and all(node.count_publishers(t) > 0 for t in expected):
+                # endpoint discovery has found them; let the matching complete (longer when this
+                # call has just subscribed to further topics)
+                time.sleep(1.0 if recorded - before else 0.3)
                 return
             time.sleep(0.05)
-        missing = sorted(t for t in expected if node.count_publishers(t) == 0)
+        missing = sorted(t for t in expected if node.count_publishers(t) == 0 or t not in self.recorded)
         print(f"[runner] warning: no publisher seen on {missing} after {timeout:.0f} s", flush=True)
 
     def bring_down(self) -> list[str]:
@@ -468,8 +505,9 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--source", help="tracker source, e.g. camera:0 (overrides --video)")
         s.add_argument("--out", default="out", help="output directory (logs, bag, demo files)")
         s.add_argument("-p", "--param", action="append", metavar="NODE.PARAM=VALUE",
-                       help="parameter override, e.g. tracker.mirror=true (node keys: tracker, twin, "
-                            "joint_mapper, servo_driver)")
+                       help="parameter override, e.g. tracker.mirror=true; node keys: "
+                            f"{', '.join(PROFILES[profile]) if profile in PROFILES else 'the profile nodes'}; "
+                            "give decimal parameters a decimal point (1.0, not 1: ROS parameters are typed)")
         s.add_argument("--params-file", action="append", metavar="NODE=FILE", help="replace a node's YAML file")
         s.add_argument("--no-record", action="store_true", help="do not write a bag")
         s.add_argument("--no-sim-board", action="store_true", help="hardware: use a real board at servo_driver.port")

@@ -4,6 +4,7 @@ topics, identity kept, single-hand flexion topics silent, diagnostics per side."
 
 import os
 import sys
+import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
@@ -98,13 +99,20 @@ def test_recorded_raw_landmarks_replay_through_the_same_identity(tmp_path, video
     raw_wrong = sum(h.handedness != physical_side(h) for _, _, hs in frames for h in hs)
     write_landmark_bag(tmp_path / "bag", frames, width=clip.width, height=clip.height)
     node = NodeProcess.module("hand_tracking.tracker_node", "--ros-args", "--params-file", PARAMS,
-                              "-p", f"source:=bag:{tmp_path / 'bag'}", "-p", "hands:=two", "-p", "realtime:=false",
+                              "-p", f"source:=bag:{tmp_path / 'bag'}", "-p", "hands:=two", "-p", "realtime:=true",
+                              "-p", "drop_late_frames:=false",
                               log_path=str(tmp_path / "tracker.log"))
     probe = RosProbe("tracker_two_hands_replay_probe")
     try:
         side_lm = {s: probe.collect(HandLandmarksArray, contract.side_topic(contract.TOPIC_LANDMARKS, s), 300)
                    for s in contract.HAND_SIDES}
-        assert probe.change_state(NODE, "configure", timeout=30) and probe.change_state(NODE, "activate")
+        assert probe.change_state(NODE, "configure", timeout=30)
+        # paced at the recorded 30 fps (as fast as possible, 120 frames in 0.1 s overran the keep-last
+        # 10 publisher queue on a loaded machine); see its publishers (created on configure) first
+        wait_until(lambda: all(probe.node.count_publishers(contract.side_topic(contract.TOPIC_LANDMARKS, s)) > 0
+                               for s in contract.HAND_SIDES), 20, "the replay's per-side publishers")
+        time.sleep(0.5)  # endpoint discovery seen; let the matching complete
+        assert probe.change_state(NODE, "activate")
         wait_until(lambda: all(len(side_lm[s]) >= count for s in contract.HAND_SIDES), 30, "replayed frames")
         for s in contract.HAND_SIDES:
             assert [m.hands[0].frame_index for m in side_lm[s]] == list(range(first, first + count))
