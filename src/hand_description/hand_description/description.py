@@ -443,6 +443,14 @@ def _pos(value, key: str) -> float:
     return v
 
 
+def _integrator(physics: Mapping) -> str:
+    """``physics.integrator`` of a description: one of MuJoCo's integrators; DescriptionError else."""
+    integrator = str(_req(physics, "integrator", "physics"))
+    if integrator not in ("euler", "implicit", "implicitfast", "rk4"):
+        raise DescriptionError(f"physics.integrator: unknown integrator {integrator!r}")
+    return integrator
+
+
 def _req(mapping: Mapping, key: str, where: str):
     if not isinstance(mapping, Mapping) or key not in mapping:
         raise DescriptionError(f"{where}: missing key '{key}'")
@@ -512,9 +520,7 @@ def from_dict(raw: Mapping) -> HandDescription:
                       anchor_wrap=math.radians(_pos(_req(ro, "anchor_wrap_deg", "routing"), "routing.anchor_wrap_deg")),
                       origin_z=_pos(_req(ro, "origin_z", "routing"), "routing.origin_z"))
     ph = _req(raw, "physics", "description")
-    integrator = str(_req(ph, "integrator", "physics"))
-    if integrator not in ("euler", "implicit", "implicitfast", "rk4"):
-        raise DescriptionError(f"physics.integrator: unknown integrator {integrator!r}")
+    integrator = _integrator(ph)
     physics = Physics(
         density=_pos(_req(ph, "density", "physics"), "physics.density"),
         timestep=_pos(_req(ph, "timestep", "physics"), "physics.timestep"),

@@ -41,6 +41,7 @@ from hand_description.description import (
     DescriptionError,
     Inertial,
     Shape,
+    _integrator,
     _pos,
     _req,
     _shape,
@@ -344,9 +345,7 @@ def from_dict(raw: Mapping) -> DexHandDescription:
         digits.append(DexDigit(name, tuple(joints)))
         digits[-1].landmark_links  # noqa: B018 - validates the landmark structure
     ph = _req(raw, "physics", "description")
-    integrator = str(_req(ph, "integrator", "physics"))
-    if integrator not in ("euler", "implicit", "implicitfast", "rk4"):
-        raise DescriptionError(f"physics.integrator: unknown integrator {integrator!r}")
+    integrator = _integrator(ph)
     physics = DexPhysics(
         density=_pos(_req(ph, "density", "physics"), "physics.density"),
         timestep=_pos(_req(ph, "timestep", "physics"), "physics.timestep"),
