@@ -18,15 +18,15 @@ test: bootstrap
 PRIVATE_DOMAIN = export ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-$$((1 + RANDOM % 101))}
 
 demo: bootstrap
-	@. tools/env.sh && $(PRIVATE_DOMAIN) && python -m hand_tracking.runner demo --video "$(VIDEO)" --out "$(OUT)"
+	@. tools/env.sh && $(PRIVATE_DOMAIN) && python -m hand_bringup.runner demo --video "$(VIDEO)" --out "$(OUT)"
 
 # the gesture-teleoperated SO-101 arm (arm_teleop) on the video: out/arm/arm_demo.mp4, summary.json
 arm-demo: bootstrap
-	@. tools/env.sh && $(PRIVATE_DOMAIN) && python -m arm_teleop.demo --video "$(VIDEO)" --out "$(OUT)/arm"
+	@. tools/env.sh && $(PRIVATE_DOMAIN) && python -m hand_bringup.arm_demo --video "$(VIDEO)" --out "$(OUT)/arm"
 
 # DexPilot retargeting onto the dexterous hand with Kapandji scores (hand_retarget) on the video
 dex-demo: bootstrap
-	@. tools/env.sh && $(PRIVATE_DOMAIN) && python -m hand_retarget.demo --video "$(VIDEO)" --out "$(OUT)/dex_demo.mp4"
+	@. tools/env.sh && $(PRIVATE_DOMAIN) && python -m hand_bringup.dex_demo --video "$(VIDEO)" --out "$(OUT)/dex_demo.mp4"
 
 lint: bootstrap
 	@. tools/env.sh && ruff check src tools conftest.py

@@ -20,7 +20,7 @@ data_files = [
     ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
     ("share/" + package_name, ["package.xml"] + glob("README.md")),
 ]
-for d in ["launch", "config"]:
+for d in ["config"]:
     data_files += tree(d)
 
 setup(
@@ -42,7 +42,6 @@ setup(
             "arm_twin = arm_teleop.twin_node:main",
             "arm_driver = arm_teleop.driver_node:main",
             "sim_sts_bus = arm_teleop.sim_bus:main",
-            "arm_demo = arm_teleop.demo:main",
             "arm_keys = arm_teleop.keys:main",
         ],
     },

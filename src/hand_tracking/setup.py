@@ -20,7 +20,7 @@ data_files = [
     ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
     ("share/" + package_name, ["package.xml"] + glob("README.md")),
 ]
-for d in ['launch', 'config']:
+for d in ['config']:
     data_files += tree(d)
 
 setup(
@@ -32,16 +32,11 @@ setup(
     zip_safe=True,
     maintainer="hand-teleop maintainers",
     maintainer_email="maintainers@hand-teleop.invalid",
-    description="Vision half of webcam hand teleoperation: MediaPipe tracker lifecycle node (camera/video -> landmarks -> joint angles -> finger flexions), joint mapper to URDF joints, bringup launch files and the embedded runner.",
+    description="Vision half of webcam hand teleoperation: the MediaPipe tracker lifecycle node (camera/video/images/bag -> landmarks -> joint angles -> finger flexions), one or two hands, calibration.",
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
             "tracker_node = hand_tracking.tracker_node:main",
-            "joint_mapper = hand_tracking.joint_mapper_node:main",
-            "check_joint_states = hand_tracking.joint_state_check:main",
-            "pose_picture = hand_tracking.pose_picture:main",
-            "lifecycle_manager = hand_tracking.lifecycle_manager:main",
-            "runner = hand_tracking.runner:main",
             "bench_tracker = hand_tracking.bench_tracker:main",
         ],
     },

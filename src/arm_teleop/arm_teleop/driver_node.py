@@ -28,8 +28,8 @@ from sensor_msgs.msg import JointState
 from arm_teleop import topics
 from arm_teleop.arm_model import ALL_JOINTS, ModelError, load_arm
 from arm_teleop.driver_core import ArmDriverCore, Calibration, OptIn, opt_in_level
-from hand_tracking import contract
-from hand_tracking.node_tools import SafeLifecycleNode, declare, run
+from hand_common import contract
+from hand_common.node_tools import SafeLifecycleNode, declare, run
 
 PARAMS = [
     ("real_hardware", False, "opt-in 1: open the bus (alone: read-only, torque off)", None, None),

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from hand_tracking.contract import FINGER_NAMES
+from hand_common.contract import FINGER_NAMES
 from hand_tracking.geometry import check_skeleton, finger_curls, joint_angles
 
 THUMB_TIP, INDEX_TIP, WRIST, MIDDLE_MCP = 4, 8, 0, 9

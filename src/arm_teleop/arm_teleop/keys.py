@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from std_srvs.srv import SetBool, Trigger
 
-    from hand_tracking.probe import RosProbe
+    from hand_common.probe import RosProbe
 
     node = topics.TELEOP_NODE
     probe = RosProbe("arm_keys")

@@ -34,8 +34,8 @@ from arm_teleop.ik import IkConfig
 from arm_teleop.mapping import CartesianConfig
 from arm_teleop.state_machine import StateMachineConfig
 from arm_teleop.teleop_core import MODES, HandFrame, TeleopConfig, TeleopCore
-from hand_tracking import contract
-from hand_tracking.node_tools import SafeLifecycleNode, declare, run
+from hand_common import contract
+from hand_common.node_tools import SafeLifecycleNode, declare, run
 
 #: (name, default, description, range) of every parameter; all live unless noted in the README.
 PARAMS = [

@@ -1,6 +1,6 @@
 """Names of the arm's nodes and topics, defined once (launch files, runner and tests import them).
 
-QoS: ``hand_tracking.contract`` STREAM (reliable, keep last 10) for everything published;
+QoS: ``hand_common.contract`` STREAM (reliable, keep last 10) for everything published;
 actuators subscribe to ``/arm/joint_commands`` with LATEST (reliable, keep last 1).
 """
 

@@ -30,8 +30,8 @@ from sensor_msgs.msg import JointState
 
 from arm_teleop import topics
 from arm_teleop.arm_model import ALL_JOINTS, ModelError, load_arm
-from hand_tracking import contract
-from hand_tracking.node_tools import SafeLifecycleNode, declare, run
+from hand_common import contract
+from hand_common.node_tools import SafeLifecycleNode, declare, run
 
 PARAMS = [
     ("model_path", "", "MJCF scene ('' = arm_description's mjcf/scene.xml); read at configure", None),

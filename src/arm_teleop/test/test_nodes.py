@@ -22,9 +22,10 @@ from arm_teleop import topics
 from arm_teleop.arm_model import load_arm
 from arm_teleop.driver_core import Calibration
 from arm_teleop.sim_bus import PtySimBus, SimBus
-from hand_tracking import bringup, contract
+from hand_bringup import bringup
+from hand_common import contract
+from hand_common.testing import NodeProcess, RosProbe, wait_until
 from hand_tracking.geometry import synthetic_hand
-from hand_tracking.testing import NodeProcess, RosProbe, wait_until
 
 OPEN = np.full(15, math.pi - 0.15)
 FIST = np.array([2.3, 2.3, 2.3] + [1.4, 1.2, 1.6] * 4)

@@ -29,7 +29,7 @@ import yaml
 #: Mirror matrix between the right and the left hand (palm frame y -> -y).
 MIRROR = np.diag([1.0, -1.0, 1.0])
 
-#: Digits, proximal joint first; must match hand_tracking.contract (checked by the tests).
+#: Digits, proximal joint first; must match hand_common.contract (checked by the tests).
 DIGITS: tuple[str, ...] = ("thumb", "index", "middle", "ring", "pinky")
 
 

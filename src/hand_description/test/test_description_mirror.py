@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 import yourdfpy
 
+from hand_common import contract
 from hand_description import paths
 from hand_description.curl_check import settle
 from hand_description.render import flexion_ctrl
-from hand_tracking import contract
 
 MIRROR = np.array([1.0, -1.0, 1.0])
 SIDES = ("right", "left")

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import yaml
 
+from hand_common import contract
 from hand_description import description as D
 from hand_description import paths
 from hand_description.agreement import flexion_signs_mjcf, flexion_signs_urdf, read_urdf
-from hand_tracking import contract
 
 PKG = pathlib.Path(__file__).resolve().parents[1]
 YAML = PKG / "config" / "hand.yaml"

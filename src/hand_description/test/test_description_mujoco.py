@@ -9,11 +9,11 @@ import mujoco
 import numpy as np
 import pytest
 
+from hand_common import contract
 from hand_description import description as D
 from hand_description import paths
 from hand_description.curl_check import settle
 from hand_description.render import flexion_ctrl, flexor_lengths
-from hand_tracking import contract
 
 
 @pytest.fixture(scope="module")

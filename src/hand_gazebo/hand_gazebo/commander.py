@@ -8,7 +8,7 @@ angle ``f · upper`` (rad), ``upper`` = that joint's upper limit in the URDF.
 
 :class:`HandCommander` decides what to send:
 
-- a command passes the per-finger deadband (:class:`hand_tracking.deadband.FlexionDeadband`):
+- a command passes the per-finger deadband (:class:`hand_common.deadband.FlexionDeadband`):
   only fingers whose flexion moved beyond the tolerance from the value last sent are sent again
   (exact 0 and 1 always go out); a held pose sends nothing;
 - when no command arrived for ``command_timeout`` s (the operator hand was lost: the tracker stops
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hand_tracking.contract import FINGER_JOINTS, FINGER_NAMES
-from hand_tracking.deadband import FlexionDeadband
+from hand_common.contract import FINGER_JOINTS, FINGER_NAMES
+from hand_common.deadband import FlexionDeadband
 
 #: The driven joint of each digit (proximal), in FINGER_NAMES order.
 DRIVEN_JOINTS: tuple[str, ...] = tuple(FINGER_JOINTS[f][0] for f in FINGER_NAMES)

@@ -27,10 +27,10 @@ from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 
+from hand_common import contract
+from hand_common.node_tools import SafeLifecycleNode, declare, run
 from hand_gazebo.commander import DRIVEN_JOINTS, CommanderConfig, HandCommander, proximal_limits
 from hand_gazebo.world import command_topic
-from hand_tracking import contract
-from hand_tracking.node_tools import SafeLifecycleNode, declare, run
 
 NODE_NAME = "gz_hand_commander"
 HANDS_MODES = ("one", "two")

@@ -47,9 +47,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from hand_common.contract import HAND_SIDES
 from hand_description.description import HandDescription, Shape, derive_physics, load, matrix_to_rpy
 from hand_description.generate import num, vec, write_or_check
-from hand_tracking.contract import HAND_SIDES
 
 WORLD_NAME = "two_hands"
 #: Physics engine plugin: the one of Gazebo Harmonic that honours mimic constraints.

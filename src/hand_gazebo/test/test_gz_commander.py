@@ -14,11 +14,11 @@ from rcl_interfaces.srv import ListParameters
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 
+from hand_common import contract
+from hand_common.testing import NodeProcess, RosProbe, wait_until
 from hand_description.paths import urdf_path
 from hand_gazebo.commander import DRIVEN_JOINTS, CommanderConfig, HandCommander, proximal_limits
 from hand_gazebo.world import command_topic
-from hand_tracking import contract
-from hand_tracking.testing import NodeProcess, RosProbe, wait_until
 
 CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "config", "gz_commander.yaml")
 NODE = "gz_hand_commander"

@@ -16,11 +16,11 @@ import pytest
 import yaml
 import yourdfpy
 
+from hand_common.contract import FINGER_JOINTS, FINGER_NAMES, HAND_SIDES, JOINT_NAMES
 from hand_description import paths
 from hand_description.description import load, rpy_to_matrix
 from hand_gazebo import world
 from hand_gazebo.commander import DRIVEN_JOINTS
-from hand_tracking.contract import FINGER_JOINTS, FINGER_NAMES, HAND_SIDES, JOINT_NAMES
 
 PKG = pathlib.Path(__file__).resolve().parent.parent
 SDF = PKG / "worlds" / "two_hands.sdf"

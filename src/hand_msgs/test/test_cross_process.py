@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hand_msgs.msg import HandLandmarksArray
 
-from hand_tracking.testing import NodeProcess, RosProbe, wait_until
+from hand_common.testing import NodeProcess, RosProbe, wait_until
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, HERE)

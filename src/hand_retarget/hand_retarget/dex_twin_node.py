@@ -25,8 +25,8 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import Image, JointState
 
-from hand_tracking import contract
-from hand_tracking.node_tools import SafeLifecycleNode, declare, run
+from hand_common import contract
+from hand_common.node_tools import SafeLifecycleNode, declare, run
 from hand_twin_mujoco.watchdog import RealTimePacer
 
 from .dex_sim import DexModelError, DexSim

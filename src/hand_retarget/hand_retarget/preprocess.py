@@ -22,7 +22,7 @@ Steps (:class:`Preprocessor.process`):
 4. Canonical -> robot palm frame by the fixed rotation that maps the robot's own landmarks'
    canonical frame onto its palm frame (``alignment``), so a skeleton built from the robot's FK
    comes back exactly.
-5. **Filtering** (1€ filter per coordinate, :class:`hand_tracking.filters.OneEuroFilter`), then
+5. **Filtering** (1€ filter per coordinate, :class:`hand_common.filters.OneEuroFilter`), then
    **bone-length calibration** (:class:`BoneCalibrator`): median length per bone over the first
    ``calibration_time`` s (running median until then); the skeleton is rebuilt from the wrist
    outwards with the filtered *directions* and the calibrated *lengths*.
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hand_tracking.filters import OneEuroFilter, OneEuroParams
+from hand_common.filters import OneEuroFilter, OneEuroParams
 
 N_LANDMARKS = 21
 WRIST, INDEX_MCP, MIDDLE_MCP, LITTLE_MCP = 0, 5, 9, 17

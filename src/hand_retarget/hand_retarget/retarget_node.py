@@ -34,8 +34,8 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 
-from hand_tracking import contract
-from hand_tracking.node_tools import SafeLifecycleNode, declare, run
+from hand_common import contract
+from hand_common.node_tools import SafeLifecycleNode, declare, run
 
 from .params import RETARGET_PARAMS, check_change, pipeline_config
 from .pipeline import DexPipeline

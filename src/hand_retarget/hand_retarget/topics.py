@@ -1,6 +1,6 @@
 """Node names, topics and message layouts of hand_retarget, defined once (no rclpy).
 
-QoS specs come from :mod:`hand_tracking.contract` (STREAM: reliable, keep-last 10; LATEST for the
+QoS specs come from :mod:`hand_common.contract` (STREAM: reliable, keep-last 10; LATEST for the
 twin's command subscription).
 """
 

@@ -22,6 +22,8 @@ from scipy.optimize import least_squares
 from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import Image, JointState
 
+from hand_common import contract
+from hand_common.testing import NodeProcess, RosProbe, wait_until
 from hand_description import dex
 from hand_retarget.kapandji import kapandji, site_matrix
 from hand_retarget.topics import (
@@ -33,8 +35,6 @@ from hand_retarget.topics import (
     TOPIC_TWIN_IMAGE,
     TOPIC_TWIN_JOINT_STATES,
 )
-from hand_tracking import contract
-from hand_tracking.testing import NodeProcess, RosProbe, wait_until
 
 CONFIG = pathlib.Path(__file__).resolve().parents[1] / "config"
 

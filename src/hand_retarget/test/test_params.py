@@ -7,9 +7,9 @@ import pathlib
 import pytest
 import yaml
 
+from hand_bringup import bringup
 from hand_retarget.params import RETARGET_PARAMS, TWIN_PARAMS, check_change, pipeline_config
 from hand_retarget.topics import DEX_TWIN_NODE, RETARGET_NODE
-from hand_tracking import bringup
 
 PKG = pathlib.Path(__file__).resolve().parents[1]
 
@@ -46,6 +46,6 @@ def test_bringup_dex_profile_and_launch_file():
     for s in specs:
         assert os.access(bringup.executable_path(s), os.X_OK)
         assert os.path.isfile(bringup.share_file(s.package, s.params_file))
-    tree = ast.parse((PKG / "launch" / "dex.launch.py").read_text())
+    tree = ast.parse((PKG.parent / "hand_bringup" / "launch" / "dex.launch.py").read_text())
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "profile_launch"]
     assert [c.args[0].value for c in calls] == ["dex"]

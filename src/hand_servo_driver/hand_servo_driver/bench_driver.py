@@ -23,11 +23,11 @@ import sys
 import time
 from collections.abc import Sequence
 
+from hand_common.contract import FINGER_NAMES, parse_flexions
 from hand_servo_driver import protocol as p
 from hand_servo_driver.calibration import ServoCalibration
 from hand_servo_driver.core import DriverConfig, DriverCore, ServoSettings
 from hand_servo_driver.link import SerialLink
-from hand_tracking.contract import FINGER_NAMES, parse_flexions
 
 
 def _config() -> DriverConfig:

@@ -1,7 +1,7 @@
 """Flexion → servo pulse width maps (per servo calibration). No rclpy.
 
 A tendon servo turns its horn to pull a finger closed. The driver maps a flexion (0 open … 1
-closed, see ``hand_tracking.contract``) to a pulse width in microseconds:
+closed, see ``hand_common.contract``) to a pulse width in microseconds:
 
     fraction = piecewise-linear(flexion; map_flexion → map_fraction)      (0 → 0, 1 → 1 by default)
     pulse_us = min_us + fraction · (max_us − min_us)        (inverted: max_us − fraction · (…))

@@ -28,12 +28,12 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 
+from hand_common import contract
+from hand_common.node_tools import SafeLifecycleNode, declare, run
 from hand_servo_driver import protocol as p
 from hand_servo_driver.core import DriverConfigError, DriverCore
 from hand_servo_driver.link import LinkError, SerialLink
 from hand_servo_driver.parameters import PARAM_BY_NAME, PARAMS, build_config
-from hand_tracking import contract
-from hand_tracking.node_tools import SafeLifecycleNode, declare, run
 
 DIAG_NAME = "servo_driver: serial link"
 #: A board rejection (ERROR) or clamping (WARN) is reported for this long after it happened (s).

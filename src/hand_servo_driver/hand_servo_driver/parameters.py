@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hand_common.contract import FINGER_NAMES
 from hand_servo_driver.calibration import (
     SG90_SAFE_MAX_US,
     SG90_SAFE_MIN_US,
@@ -23,7 +24,6 @@ from hand_servo_driver.calibration import (
     ServoCalibration,
 )
 from hand_servo_driver.core import DriverConfig, DriverConfigError, ServoSettings
-from hand_tracking.contract import FINGER_NAMES
 
 
 @dataclass(frozen=True)

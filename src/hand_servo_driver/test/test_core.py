@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
+from hand_common.contract import FINGER_NAMES
 from hand_servo_driver import protocol as p
 from hand_servo_driver.board import Board, BoardConfig
 from hand_servo_driver.calibration import SG90_US_PER_DEGREE, ServoCalibration
 from hand_servo_driver.core import DriverConfig, DriverConfigError, DriverCore, ServoSettings
-from hand_tracking.contract import FINGER_NAMES
 
 RATE_DPS = 180.0
 RATE_US = RATE_DPS * SG90_US_PER_DEGREE  # 2000 µs/s

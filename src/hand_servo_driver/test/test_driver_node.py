@@ -18,10 +18,10 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.srv import ListParameters
 from sensor_msgs.msg import JointState
 
+from hand_common import contract
+from hand_common.testing import NodeProcess, RosProbe, wait_until
 from hand_servo_driver import protocol as p
 from hand_servo_driver.sim_board import SimBoardProcess
-from hand_tracking import contract
-from hand_tracking.testing import NodeProcess, RosProbe, wait_until
 
 NODE = contract.SERVO_DRIVER_NODE
 PKG_YAML = os.path.join(os.path.dirname(__file__), "..", "config", "servo_driver.yaml")

@@ -5,9 +5,9 @@ import os
 import pytest
 import yaml
 
+from hand_common.contract import FINGER_NAMES, SERVO_DRIVER_NODE
 from hand_servo_driver.core import DriverConfigError
 from hand_servo_driver.parameters import PARAM_BY_NAME, PARAMS, build_config, defaults
-from hand_tracking.contract import FINGER_NAMES, SERVO_DRIVER_NODE
 
 YAML = os.path.join(os.path.dirname(__file__), "..", "config", "servo_driver.yaml")
 

@@ -91,8 +91,8 @@ def node_run(video: str, model_complexity: int, expected: int) -> dict:
     from diagnostic_msgs.msg import DiagnosticArray
     from hand_msgs.msg import HandLandmarksArray
 
-    from hand_tracking import contract
-    from hand_tracking.testing import NodeProcess, RosProbe, wait_until
+    from hand_common import contract
+    from hand_common.testing import NodeProcess, RosProbe, wait_until
 
     args = ["--ros-args"]
     try:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from hand_tracking.contract import FINGER_NAMES, JOINT_NAMES
+from hand_common.contract import FINGER_NAMES, JOINT_NAMES
 from hand_tracking.geometry import Windows, finger_curls
 
 POSES = ("open", "fist")

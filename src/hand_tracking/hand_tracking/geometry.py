@@ -12,7 +12,7 @@ Angles
 The *interior angle* at a joint is the angle between the two bones that meet there: pi rad
 (180 deg) when the digit is straight, smaller as it flexes. The wrist stands in for each finger's
 metacarpal base, so the MCP angle of a finger is the angle wrist-MCP-PIP; the thumb's CMC angle is
-wrist-CMC-MCP. The 15 joints are :data:`hand_tracking.contract.JOINT_NAMES`, in that order.
+wrist-CMC-MCP. The 15 joints are :data:`hand_common.contract.JOINT_NAMES`, in that order.
 
 A finger's *curl* is the mean interior angle of its three joints (the robot finger is
 underactuated: one tendon closes all three joints together, so one number per finger).
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from hand_tracking.contract import FINGER_JOINTS, FINGER_NAMES, JOINT_NAMES
+from hand_common.contract import FINGER_JOINTS, FINGER_NAMES, JOINT_NAMES
 
 N_LANDMARKS = 21
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from hand_tracking.contract import HAND_SIDES
+from hand_common.contract import HAND_SIDES
 from hand_tracking.landmarks import HandObservation
 from hand_tracking.tracker_core import TrackerConfig, TrackerCore, TrackOutput
 

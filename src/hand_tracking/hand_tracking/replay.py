@@ -6,8 +6,8 @@ a new calibration. :class:`BagLandmarkSource` has the same ``read()/close()`` in
 frame sources of :mod:`hand_tracking.sources`, but its items are :class:`LandmarkFrame` s.
 
 The hand_msgs definitions are registered with rosbags' typesys from the installed
-``share/hand_msgs/msg/*.msg`` (:func:`hand_tracking.bag.typestore`). Bags in MCAP or sqlite3
-storage, as written by ``ros2 bag record`` or :class:`hand_tracking.bag.BagWriter`, are read.
+``share/hand_msgs/msg/*.msg`` (:func:`hand_common.bag.typestore`). Bags in MCAP or sqlite3
+storage, as written by ``ros2 bag record`` or :class:`hand_common.bag.BagWriter`, are read.
 
 :func:`observations_from_msg` converts a HandLandmarksArray message to observations; it reads
 fields by name, so it works on rosbags' and on rclpy's message objects alike.
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from hand_tracking.contract import TOPIC_LANDMARKS
+from hand_common.contract import TOPIC_LANDMARKS
 from hand_tracking.landmarks import HandObservation
 from hand_tracking.sources import Clock, FrameError, SourceError
 
@@ -99,7 +99,7 @@ class BagLandmarkSource:
 
     def __init__(self, path: str | os.PathLike, *, topic: str = TOPIC_LANDMARKS, realtime: bool = True,
                  loop: bool = False, clock: Clock = time.time):
-        from hand_tracking import bag
+        from hand_common import bag
 
         p = pathlib.Path(path)
         if p.is_file():  # a storage file given: use its bag directory
@@ -270,7 +270,7 @@ def write_landmark_bag(path: str | os.PathLike, frames: list[tuple[float, int, l
     Returns the number of messages. The bag opens with ``ros2 bag play`` and with
     :class:`BagLandmarkSource`.
     """
-    from hand_tracking.bag import BagWriter
+    from hand_common.bag import BagWriter
 
     with BagWriter(path) as w:
         w.add(topic, LANDMARKS_TYPE)

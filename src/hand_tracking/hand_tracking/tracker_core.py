@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from hand_tracking.contract import FINGER_NAMES, JOINT_NAMES
-from hand_tracking.filters import OneEuroFilter, OneEuroParams
+from hand_common.contract import FINGER_NAMES, JOINT_NAMES
+from hand_common.filters import OneEuroFilter, OneEuroParams
 from hand_tracking.geometry import Windows, check_skeleton, finger_curls, image_points, joint_angles
 from hand_tracking.landmarks import HandObservation
 

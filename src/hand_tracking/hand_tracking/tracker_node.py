@@ -10,7 +10,7 @@ MediaPipe; ``activate`` starts the worker thread (read → inference → geometr
 ``deactivate`` stops it; ``cleanup`` releases source and model. Capture and inference never run
 on the executor thread, so services (``~/calibrate``, lifecycle, parameters) stay responsive.
 
-Publications (QoS from :mod:`hand_tracking.contract`):
+Publications (QoS from :mod:`hand_common.contract`):
 - ``/hand/landmarks`` hand_msgs/HandLandmarksArray, every processed frame (empty ``hands`` when no
   hand), not in ``topic:`` replay (the node would republish on the topic it reads);
 - ``/hand/target_flexions`` sensor_msgs/JointState, FINGER_NAMES, flexions 0..1;
@@ -52,10 +52,11 @@ from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
 
-from hand_tracking import contract
+from hand_common import contract
+from hand_common.contract import FINGER_NAMES, JOINT_NAMES
+from hand_common.filters import OneEuroParams
+from hand_common.node_tools import SafeLifecycleNode, declare, run
 from hand_tracking.calibration import CalibrationError, CapturedPose, PoseCapture, windows_from_poses
-from hand_tracking.contract import FINGER_NAMES, JOINT_NAMES
-from hand_tracking.filters import OneEuroParams
 from hand_tracking.geometry import MIN_WINDOW_RAD, Windows
 from hand_tracking.hand_identity import TwoHandCore, TwoHandOutput
 from hand_tracking.landmarks import (
@@ -66,7 +67,6 @@ from hand_tracking.landmarks import (
     MediaPipeConfig,
     create_backend,
 )
-from hand_tracking.node_tools import SafeLifecycleNode, declare, run
 from hand_tracking.replay import LandmarkFrame, observations_from_msg, stamp_seconds
 from hand_tracking.sources import (
     Frame,

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from hand_tracking.contract import HAND_SIDES, JOINT_NAMES
+from hand_common.contract import HAND_SIDES, JOINT_NAMES
 from hand_tracking.geometry import synthetic_hand
 from hand_tracking.hand_identity import HandIdentity, IdentityConfig, TwoHandCore, label_logit, palm_size
 from hand_tracking.landmarks import HandObservation

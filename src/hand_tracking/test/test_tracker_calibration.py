@@ -6,14 +6,14 @@ import math
 import numpy as np
 import pytest
 
+from hand_common.contract import FINGER_NAMES
+from hand_common.filters import OneEuroParams
 from hand_tracking.calibration import (
     CalibrationError,
     PoseCapture,
     capture_pose,
     windows_from_poses,
 )
-from hand_tracking.contract import FINGER_NAMES
-from hand_tracking.filters import OneEuroParams
 from hand_tracking.geometry import joint_angles, synthetic_hand
 from hand_tracking.landmarks import HandObservation
 from hand_tracking.tracker_core import TrackerConfig, TrackerCore

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from hand_tracking.contract import FINGER_NAMES, JOINT_NAMES
+from hand_common.contract import FINGER_NAMES, JOINT_NAMES
 from hand_tracking.geometry import (
     BONES,
     JOINT_TRIPLETS,

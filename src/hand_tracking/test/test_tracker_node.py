@@ -17,11 +17,11 @@ from hand_msgs.srv import Calibrate
 from rcl_interfaces.srv import GetParameters, ListParameters
 from sensor_msgs.msg import JointState
 
-from hand_tracking import contract
+from hand_common import contract
+from hand_common.testing import NodeProcess, RosProbe, wait_until
 from hand_tracking.calibration import capture_pose, windows_from_poses
 from hand_tracking.geometry import joint_angles
 from hand_tracking.replay import landmark_array, write_landmark_bag
-from hand_tracking.testing import NodeProcess, RosProbe, wait_until
 from hand_tracking.tracker_core import TrackerConfig, TrackerCore
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -336,7 +336,7 @@ def test_bag_replay_matches_the_pure_pipeline(probe, tmp_path, video_path):
 
 
 def test_landmark_array_helper_builds_rosbags_messages():
-    from hand_tracking.bag import typestore
+    from hand_common.bag import typestore
 
     store = typestore()
     msg = landmark_array(store, [], stamp=12.5, frame_index=3, width=640, height=480)

@@ -251,7 +251,7 @@ def test_bag_replay_loop_and_realtime(tmp_path):
 def test_bag_errors_are_named(tmp_path):
     with pytest.raises(SourceError, match="not a rosbag2 directory"):
         BagLandmarkSource(tmp_path)
-    from hand_tracking.bag import BagWriter
+    from hand_common.bag import BagWriter
 
     with BagWriter(tmp_path / "other") as w:
         w.add("/joint_states", "sensor_msgs/msg/JointState")
@@ -260,7 +260,7 @@ def test_bag_errors_are_named(tmp_path):
 
 
 def test_bag_with_a_corrupt_record_skips_it(tmp_path):
-    from hand_tracking.bag import BagWriter
+    from hand_common.bag import BagWriter
     from hand_tracking.replay import LANDMARKS_TYPE, landmark_array
 
     hand = HandObservation(np.ones((21, 3)), np.ones((21, 3)), "right", 0.5)

@@ -11,8 +11,8 @@ from diagnostic_msgs.msg import DiagnosticArray
 from hand_msgs.msg import HandLandmarksArray
 from sensor_msgs.msg import JointState
 
-from hand_tracking import contract
-from hand_tracking.testing import NodeProcess, RosProbe, wait_until
+from hand_common import contract
+from hand_common.testing import NodeProcess, RosProbe, wait_until
 
 sys.path.insert(0, os.path.dirname(__file__))
 from two_hand_clip import physical_side, two_hand_clip  # noqa: E402

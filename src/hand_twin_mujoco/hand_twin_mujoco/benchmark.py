@@ -73,8 +73,8 @@ def run_node(model: str | None, seconds: float, rate: float, width: int, height:
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import Image, JointState
 
-    from hand_tracking import contract
-    from hand_tracking.testing import NodeProcess, RosProbe, wait_until
+    from hand_common import contract
+    from hand_common.testing import NodeProcess, RosProbe, wait_until
 
     tmp = tempfile.mkdtemp(prefix="twin_bench_")
     params = {"render_rate": rate, "publish_image": True, "image_width": width, "image_height": height}

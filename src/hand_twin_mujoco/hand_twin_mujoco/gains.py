@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from hand_tracking.contract import FINGER_JOINTS, FINGER_NAMES, JOINT_NAMES
+from hand_common.contract import FINGER_JOINTS, FINGER_NAMES, JOINT_NAMES
 
 from .model import HandModel
 from .targets import TendonMap

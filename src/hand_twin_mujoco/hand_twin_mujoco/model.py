@@ -2,7 +2,7 @@
 
 The agreed interface with ``hand_description`` (issue 4):
 
-- joints: exactly :data:`hand_tracking.contract.JOINT_NAMES`, 15 limited hinges, range
+- joints: exactly :data:`hand_common.contract.JOINT_NAMES`, 15 limited hinges, range
   ``0`` (open) .. ``upper`` (closed) in rad, positive = flexion;
 - tendons ``{finger}_flexor`` (spatial, palmar: shortens as the digit flexes) and
   ``{finger}_extensor`` (passive dorsal spring), ``finger`` in :data:`FINGER_NAMES`;
@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 import mujoco
 import numpy as np
 
-from hand_tracking.contract import FINGER_JOINTS, FINGER_NAMES, JOINT_NAMES
+from hand_common.contract import FINGER_JOINTS, FINGER_NAMES, JOINT_NAMES
 
 #: Integrators the twin may select (``"model"`` keeps the one in the MJCF).
 INTEGRATORS = {

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from hand_tracking.contract import FINGER_NAMES
+from hand_common.contract import FINGER_NAMES
 
 from .model import INTEGRATORS
 from .render import MAX_RENDER_RATE

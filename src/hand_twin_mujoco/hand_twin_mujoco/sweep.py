@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hand_tracking.contract import FINGER_JOINTS, FINGER_NAMES, JOINT_NAMES
+from hand_common.contract import FINGER_JOINTS, FINGER_NAMES, JOINT_NAMES
 
 from .sim import TwinBuild, build_twin
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from hand_tracking.contract import FINGER_JOINTS, FINGER_NAMES, JOINT_NAMES
+from hand_common.contract import FINGER_JOINTS, FINGER_NAMES, JOINT_NAMES
 
 from .model import HandModel, ModelContractError
 

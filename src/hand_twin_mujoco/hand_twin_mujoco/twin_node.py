@@ -41,9 +41,9 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import Image, JointState
 
-from hand_tracking import contract
-from hand_tracking.deadband import FlexionDeadband
-from hand_tracking.node_tools import SafeLifecycleNode, declare, run
+from hand_common import contract
+from hand_common.deadband import FlexionDeadband
+from hand_common.node_tools import SafeLifecycleNode, declare, run
 
 from .loop import PhysicsLoop
 from .model import ModelContractError, default_two_hands_scene_path

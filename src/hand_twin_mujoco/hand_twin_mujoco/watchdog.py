@@ -19,7 +19,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from hand_tracking.contract import FINGER_NAMES
+from hand_common.contract import FINGER_NAMES
 
 
 class WatchdogState(StrEnum):

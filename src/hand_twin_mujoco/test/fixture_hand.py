@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from hand_tracking.contract import FINGER_JOINTS, FINGER_NAMES
+from hand_common.contract import FINGER_JOINTS, FINGER_NAMES
 
 # (x of the MCP/CMC, link lengths proximal/middle/distal in m, upper limits in rad)
 _DIGITS = {

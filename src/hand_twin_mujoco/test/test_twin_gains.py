@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from fixture_hand import fixture_xml
 
-from hand_tracking.contract import FINGER_NAMES
+from hand_common.contract import FINGER_NAMES
 from hand_twin_mujoco.gains import apply_gains, size_gains
 from hand_twin_mujoco.model import load_hand
 from hand_twin_mujoco.sim import build_twin

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from fixture_hand import fixture_xml
 
-from hand_tracking.contract import FINGER_JOINTS, FINGER_NAMES, JOINT_NAMES
+from hand_common.contract import FINGER_JOINTS, FINGER_NAMES, JOINT_NAMES
 from hand_twin_mujoco.model import ModelContractError, load_hand
 from hand_twin_mujoco.targets import tendon_map
 

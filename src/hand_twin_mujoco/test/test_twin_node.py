@@ -25,8 +25,8 @@ from fixture_hand import real_scene
 from rcl_interfaces.srv import ListParameters
 from sensor_msgs.msg import Image, JointState
 
-from hand_tracking import contract
-from hand_tracking.testing import NodeProcess, RosProbe, wait_until
+from hand_common import contract
+from hand_common.testing import NodeProcess, RosProbe, wait_until
 
 HERE = pathlib.Path(__file__).resolve().parent
 CONFIG = HERE.parent / "config" / "twin.yaml"

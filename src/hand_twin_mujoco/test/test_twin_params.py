@@ -7,7 +7,7 @@ import pathlib
 import pytest
 import yaml
 
-from hand_tracking.contract import TWIN_NODE
+from hand_common.contract import TWIN_NODE
 from hand_twin_mujoco.params import PARAM_NAMES, PARAMS, check_change, config_from
 
 CONFIG = pathlib.Path(__file__).resolve().parent.parent / "config" / "twin.yaml"

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from hand_tracking.contract import FINGER_JOINTS, JOINT_NAMES
+from hand_common.contract import FINGER_JOINTS, JOINT_NAMES
 from hand_twin_mujoco.sim import TwinSim, build_twin
 
 

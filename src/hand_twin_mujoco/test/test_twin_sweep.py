@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from fixture_hand import fixture_xml, real_scene
 
-from hand_tracking.contract import FINGER_NAMES
+from hand_common.contract import FINGER_NAMES
 from hand_twin_mujoco import sweep
 from hand_twin_mujoco.sim import build_twin
 

@@ -16,9 +16,9 @@ import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from sensor_msgs.msg import JointState
 
-from hand_tracking import contract
-from hand_tracking.contract import FINGER_JOINTS, FINGER_NAMES, HAND_SIDES, JOINT_NAMES
-from hand_tracking.testing import NodeProcess, RosProbe, wait_until
+from hand_common import contract
+from hand_common.contract import FINGER_JOINTS, FINGER_NAMES, HAND_SIDES, JOINT_NAMES
+from hand_common.testing import NodeProcess, RosProbe, wait_until
 from hand_twin_mujoco.loop import PhysicsLoop
 from hand_twin_mujoco.model import default_two_hands_scene_path
 from hand_twin_mujoco.sim import build_twin

@@ -1,0 +1,296 @@
+"""``make demo``: the whole pipeline on a real recording, with live calibration, a bag, a video
+and a summary.
+
+tracker (video, real-time pacing) → twin (headless, frames recorded) + joint_mapper + servo driver
+on the simulated board, all as separate processes (:mod:`hand_bringup.runner`). While it runs,
+the demo calibrates the tracker live through its ``~/calibrate`` service: the open hand at frames
+122-140, the fist at 262-272 (facts of the shared video, ../shared/media/README.md; on another
+video there is no schedule and the tracker keeps its configured windows).
+Outputs in ``out/``: ``demo.mp4`` (camera + skeleton + HUD | twin), ``demo_bag/`` (rosbag2 MCAP),
+``summary.json``, ``logs/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import pathlib
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from hand_bringup.runner import RunConfig, Runner, _video_frame_count
+from hand_common import contract
+from hand_common.stats import percentiles_ms, rate_hz
+
+#: sha256 of ../shared/media/human_hand_video.mp4 (its README): the frame facts below are its own.
+SHARED_VIDEO_SHA256 = "d306af128862940fc6e3c737a42ec6b00a137fff1c37b10805fe2c143c62ddb8"
+#: Live calibration schedule on the shared video: (pose, first frame index, capture seconds).
+#: Open hand near frame 135 (in frames 13-31 the thumb is tucked, so not the first frames); fist
+#: near frame 270, held for about half a second.
+CALIBRATION_SCHEDULE = (("open", 122, 0.6), ("fist", 262, 0.35))
+#: Frame windows of the shared video where the summary reports mean flexions: open hand before the
+#: calibration is applied, open hand and fist after it.
+SUMMARY_WINDOWS = {"open_hand_before (frames 0-11)": (0, 12), "open_hand_after (frames 295-305)": (295, 306),
+                   "open_hand_after (frames 580-590)": (580, 591), "fist_after (frames 610-620)": (610, 621)}
+
+
+def is_shared_video(path: str) -> bool:
+    """True for the shared recording (by content), whose frame facts the demo schedule uses."""
+    import hashlib
+
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest() == SHARED_VIDEO_SHA256
+
+
+def default_video() -> str:
+    root = os.environ.get("HAND_TELEOP_ROOT", os.getcwd())
+    return os.path.join(root, "..", "shared", "media", "human_hand_video.mp4")
+
+
+def _window_params() -> list[str]:
+    return [f"{f}_{end}_angle" for f in contract.FINGER_NAMES for end in ("straight", "curled")]
+
+
+class LiveCalibration:
+    """Calls the tracker's calibrate service when the video reaches each scheduled frame, in a
+    thread (the call blocks for the capture), and records windows and flexions around it."""
+
+    def __init__(self, schedule=CALIBRATION_SCHEDULE):
+        self.schedule = list(schedule)
+        self.results: list[dict[str, Any]] = []
+        self.windows_before: dict[str, float] | None = None
+        self.windows_after: dict[str, float] | None = None
+        self.applied_at_frame: int | None = None
+        self._busy = False
+
+    def tick(self, runner: Runner) -> None:
+        if self._busy or not self.schedule or not runner.frames:
+            return
+        pose, frame, duration = self.schedule[0]
+        if runner.frames[-1][0] < frame:
+            return
+        self.schedule.pop(0)
+        self._busy = True
+        threading.Thread(target=self._calibrate, args=(runner, pose, duration), daemon=True).start()
+
+    def _calibrate(self, runner: Runner, pose: str, duration: float) -> None:
+        from hand_msgs.srv import Calibrate
+
+        try:
+            if self.windows_before is None:
+                self.windows_before = runner.probe.get_parameters(contract.TRACKER_NODE, _window_params())
+            start = runner.frames[-1][0]
+            req = Calibrate.Request(pose=Calibrate.Request.OPEN if pose == "open" else Calibrate.Request.FIST,
+                                    duration_s=duration)
+            res = runner.probe.call(Calibrate, f"/{contract.TRACKER_NODE}/calibrate", req, timeout=duration + 20)
+            self.results.append({"pose": pose, "from_frame": start, "to_frame": runner.frames[-1][0],
+                                 "success": bool(res.success), "message": res.message, "frames": int(res.frames),
+                                 "captured_curl_rad": [round(float(v), 4) for v in res.captured_curl_rad]})
+            if res.success and pose == "fist":
+                self.applied_at_frame = runner.frames[-1][0]
+                self.windows_after = runner.probe.get_parameters(contract.TRACKER_NODE, _window_params())
+            print(f"[demo] live calibration {pose}: {'ok' if res.success else 'REJECTED'} {res.message}", flush=True)
+        except Exception as exc:  # noqa: BLE001 - a failed calibration is reported, the demo goes on
+            self.results.append({"pose": pose, "success": False, "message": f"{type(exc).__name__}: {exc}"})
+        finally:
+            self._busy = False
+
+
+def run_demo(args: argparse.Namespace, out: pathlib.Path, overrides: dict, params_files: dict) -> int:
+    video = os.path.abspath(args.video or default_video())
+    n_frames = _video_frame_count(video)
+    twin_dir = out / "twin_frames"
+    # real-time pacing like a camera, but every frame processed (a recording has no "later" frame)
+    overrides.setdefault("tracker", {}).update({"source": f"video:{video}", "realtime": True,
+                                                "drop_late_frames": False})
+    overrides.setdefault("twin", {}).update({"record_dir": str(twin_dir), "publish_image": False})
+    cfg = RunConfig(profile="demo", out_dir=out, overrides=overrides, params_files=params_files,
+                    record=not args.no_record, sim_board=True, video_frames=n_frames, idle_stop_s=5.0,
+                    duration_s=args.duration)
+    runner = Runner(cfg)
+    shared = is_shared_video(video)
+    calibration = LiveCalibration(CALIBRATION_SCHEDULE if shared else ())
+    code = 0
+    print(f"[demo] {video}: {n_frames} frames; outputs in {out}", flush=True)
+    if not shared:
+        print("[demo] not the shared video: no live calibration schedule (use `runner calibrate`)", flush=True)
+    try:
+        runner.start()
+        runner.connect()
+        runner.bring_up()
+        print(f"[demo] active: {', '.join(s.name for s in runner.specs)}", flush=True)
+        runner.supervise(on_tick=calibration.tick)
+        time.sleep(0.5)  # let the last commands reach the twin and the board
+    except KeyboardInterrupt:
+        print("\n[demo] interrupted: stopping (actuators to safe pose first)", flush=True)
+        code = 130
+    except Exception as exc:  # noqa: BLE001
+        print(f"[demo] error: {exc}", flush=True)
+        code = 1
+    finally:
+        runner.stop()
+    if code == 0 or code == 130:
+        summary = write_outputs(runner, calibration, video, n_frames, out, twin_dir, shared)
+        print(json.dumps(summary, indent=2))
+        if summary["frames_with_hand"] == 0:
+            print(f"[demo] error: no hand detected in any of the {n_frames} frames", flush=True)
+            code = code or 1
+    return code
+
+
+# --- after the run -------------------------------------------------------------------------------
+def read_twin_frames(twin_dir: pathlib.Path) -> list[dict[str, Any]]:
+    """Rows of the twin's frames.csv (see hand_twin_mujoco.render.FrameRecorder), floats parsed."""
+    path = twin_dir / "frames.csv"
+    if not path.exists():
+        return []
+    rows = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            for k in ("wall_time", "sim_time", "command_stamp", "command_received"):
+                r[k] = float(r[k])
+            rows.append(r)
+    return rows
+
+
+def twin_latencies(rows: list[dict[str, Any]]) -> list[float]:
+    """capture → twin-applied latency (s) per distinct command the twin applied (command_stamp is
+    the capture time the tracker stamped; command_received the twin's wall clock on arrival)."""
+    seen: dict[float, float] = {}
+    for r in rows:
+        if r["command_stamp"] > 0 and r["command_stamp"] not in seen:
+            seen[r["command_stamp"]] = r["command_received"] - r["command_stamp"]
+    return list(seen.values())
+
+
+def write_outputs(runner: Runner, calibration: LiveCalibration, video: str, n_frames: int,
+                  out: pathlib.Path, twin_dir: pathlib.Path, shared: bool = False) -> dict[str, Any]:
+    from hand_common import bag
+
+    twin_rows = read_twin_frames(twin_dir)
+    frames_by_index: dict[int, Any] = {}
+    flexions_by_stamp: dict[int, list[float]] = {}
+    counts: dict[str, int] = {}
+    bag_path = out / "demo_bag"
+    if bag_path.exists():
+        for topic, _, msg in bag.read_messages(bag_path):
+            counts[topic] = counts.get(topic, 0) + 1
+            if topic == contract.TOPIC_LANDMARKS and msg.hands:
+                frames_by_index[int(msg.hands[0].frame_index)] = msg
+            elif topic == contract.TOPIC_TARGET_FLEXIONS:
+                key = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+                d = dict(zip(msg.name, msg.position))
+                flexions_by_stamp[key] = [float(d[f]) for f in contract.FINGER_NAMES]
+    video_out = compose_video(video, out / "demo.mp4", frames_by_index, flexions_by_stamp, twin_rows, twin_dir,
+                              calibration.applied_at_frame)
+    detected = len(frames_by_index)
+    summary = {
+        "video": video,
+        "frames": n_frames,
+        "frames_processed": len(runner.frames),
+        "frames_with_hand": detected,
+        "detection": f"{detected}/{n_frames}",
+        "detection_rate": round(detected / n_frames, 4) if n_frames else None,
+        "tracker_fps": rate_hz([f[1] for f in runner.frames]),
+        "latency_capture_to_target_flexions_ms": percentiles_ms(runner.flexion_latency),
+        "latency_capture_to_twin_applied_ms": percentiles_ms(twin_latencies(twin_rows)),
+        "twin_frames_rendered": len(twin_rows),
+        "servo": servo_summary(runner),
+        "live_calibration": calibration_summary(calibration, runner, SUMMARY_WINDOWS if shared else {}),
+        "bag": str(bag_path),
+        "bag_message_counts": counts,
+        "demo_video": video_out,
+        "node_failure": runner.failure,
+    }
+    with open(out / "summary.json", "w") as f:
+        json.dump(summary, f, indent=2)
+    return summary
+
+
+SERVO_FIELDS = ("frames_sent", "frames_acked", "frames_unacked", "board_rejected_total", "board_crc_errors",
+                "board_length_errors", "board_range_errors", "board_clamped", "board_watchdog_trips",
+                "commands", "commands_ignored", "reconnects", "link_errors", "last_pulses_us")
+
+
+def servo_summary(runner: Runner) -> dict[str, Any]:
+    """Frames sent/acked/rejected as the servo driver's /diagnostics last reported them (the board's
+    counters come back in its STATUS replies; see hand_servo_driver's README)."""
+    for name, entry in runner.diagnostics.items():
+        if contract.SERVO_DRIVER_NODE in name:
+            out: dict[str, Any] = {k: entry[k] for k in SERVO_FIELDS if k in entry}
+            for k, v in out.items():
+                if isinstance(v, str) and v.isdigit():
+                    out[k] = int(v)
+            return out | {"status": entry.get("_message")}
+    return {}
+
+
+def calibration_summary(cal: LiveCalibration, runner: Runner,
+                        windows: dict[str, tuple[int, int]]) -> dict[str, Any]:
+    """Captures, windows before/after, and the mean flexion (thumb..pinky) over each named frame
+    window [lo, hi) (the shared video's open-hand and fist frames)."""
+    by_frame = {i: runner.flexions[stamp] for i, _, _, stamp in runner.frames if stamp in runner.flexions}
+
+    def mean_at(lo: int, hi: int) -> list[float] | None:
+        vals = [by_frame[i] for i in range(lo, hi) if i in by_frame]
+        return [round(float(x), 3) for x in np.mean(vals, axis=0)] if vals else None
+
+    return {
+        "captures": cal.results,
+        "applied_at_frame": cal.applied_at_frame,
+        "windows_before": cal.windows_before,
+        "windows_after": cal.windows_after,
+        "mean_flexion": {name: mean_at(lo, hi) for name, (lo, hi) in windows.items()},
+        "flexion_messages": len(runner.flexions),
+    }
+
+
+def compose_video(video: str, path: pathlib.Path, landmarks_by_index: dict[int, Any],
+                  flexions_by_stamp: dict[int, list[float]], twin_rows: list[dict[str, Any]],
+                  twin_dir: pathlib.Path, calibrated_at: int | None) -> str | None:
+    """camera frame + skeleton + HUD | the twin's rendered frame that first reflected this frame's
+    command (or the latest earlier one). Returns the written path, or None without twin frames."""
+    import cv2
+
+    from hand_bringup.demo_video import VideoSink, draw_hud, draw_skeleton, side_by_side
+
+    cap = cv2.VideoCapture(video)
+    fps_in = cap.get(cv2.CAP_PROP_FPS) or 30.0
+    twin_stamps = np.array([r["command_stamp"] for r in twin_rows]) if twin_rows else np.empty(0)
+    sink = VideoSink(str(path), fps_in)
+    blank = np.zeros((480, 640, 3), np.uint8)
+    capture_times: list[float] = []
+    last_flex = None
+    index = 0
+    while True:
+        ok, frame = cap.read()
+        if not ok:
+            break
+        msg = landmarks_by_index.get(index)
+        state = "LOST"
+        twin = blank
+        if msg is not None:
+            hand = msg.hands[0]
+            draw_skeleton(frame, np.array([(p.x, p.y) for p in hand.image_landmarks]))
+            stamp = hand.header.stamp.sec + hand.header.stamp.nanosec * 1e-9
+            capture_times.append(stamp)
+            last_flex = flexions_by_stamp.get(hand.header.stamp.sec * 10**9 + hand.header.stamp.nanosec, last_flex)
+            state = "TRACKING"
+            if twin_stamps.size:
+                later = np.flatnonzero(twin_stamps >= stamp - 1e-6)
+                k = int(later[0]) if later.size else twin_stamps.size - 1
+                img = cv2.imread(str(twin_dir / twin_rows[k]["file"]))
+                twin = img if img is not None else blank
+        fps = rate_hz(capture_times[-30:])
+        note = "calibrated live (open + fist)" if calibrated_at is not None and index >= calibrated_at else (
+            "default windows (uncalibrated)")
+        draw_hud(frame, last_flex, fps, state, index, note)
+        sink.write(side_by_side(frame, twin))
+        index += 1
+    cap.release()
+    return sink.close()

@@ -1,0 +1,159 @@
+"""Builds the launch descriptions of ``launch/*.launch.py`` from :mod:`hand_bringup.bringup`.
+
+Imported only by launch files on a stock ROS 2 Jazzy install (``launch`` and ``launch_ros``
+cannot be installed on machines without ROS; the embedded runner uses bringup directly).
+
+Launch arguments shared by every profile:
+  source         frame source for the tracker, e.g. ``camera:0``, ``video:/path/clip.mp4``
+  <key>_params   parameter YAML per node (defaults: the package's ``config/<node>.yaml``)
+  use_sim_time   passed to every node
+  headless       twin without the interactive viewer
+  discovery_range  ROS_AUTOMATIC_DISCOVERY_RANGE of the nodes (default LOCALHOST) (offscreen rendering only)
+Profile-specific: ``port`` and ``sim_board`` (hardware), ``rviz`` (rviz), ``control_mode``,
+``real_hardware``, ``allow_motion``, ``port`` and ``sim_bus`` (arm).
+"""
+
+from __future__ import annotations
+
+from launch.actions import DeclareLaunchArgument, SetEnvironmentVariable
+from launch.conditions import IfCondition
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution, PythonExpression
+from launch_ros.actions import LifecycleNode, Node
+from launch_ros.parameter_descriptions import ParameterValue
+from launch_ros.substitutions import FindPackageShare
+
+from hand_bringup.bringup import LIFECYCLE_MANAGER_NODE, NodeSpec, profile_nodes, profile_params
+from launch import LaunchDescription
+
+
+def _overrides(key: str) -> dict:
+    """Node parameters that the launch arguments set, per bringup node key."""
+    out = {"use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)}
+    if key == "tracker":
+        out["source"] = ParameterValue(LaunchConfiguration("source"), value_type=str)
+    elif key == "twin":  # headless:=true → no interactive viewer (offscreen rendering only)
+        out["viewer"] = ParameterValue(
+            PythonExpression(["'", LaunchConfiguration("headless"), "'.lower() not in ('true', '1')"]),
+            value_type=bool)
+    elif key == "servo_driver":
+        out["port"] = ParameterValue(LaunchConfiguration("port"), value_type=str)
+    elif key == "arm_teleop":
+        out["control_mode"] = ParameterValue(LaunchConfiguration("control_mode"), value_type=str)
+    elif key == "arm_driver":
+        for name in ("real_hardware", "allow_motion"):
+            out[name] = ParameterValue(LaunchConfiguration(name), value_type=bool)
+        out["port"] = ParameterValue(LaunchConfiguration("port"), value_type=str)
+    return out
+
+
+def _arguments(specs: list[NodeSpec]) -> list[DeclareLaunchArgument]:
+    args = [
+        DeclareLaunchArgument("source", default_value="camera:0",
+                              description="Tracker frame source: camera:<index|/dev/videoN>, video:<file>, "
+                                          "images:<dir>, bag:<rosbag2 dir>"),
+        DeclareLaunchArgument("use_sim_time", default_value="false", description="Use /clock"),
+        DeclareLaunchArgument("headless", default_value="false",
+                              description="Twin without the interactive MuJoCo viewer"),
+    ]
+    for s in specs:
+        args.append(DeclareLaunchArgument(
+            f"{s.key}_params",
+            default_value=PathJoinSubstitution([FindPackageShare(s.package), s.params_file]),
+            description=f"Parameter file of /{s.name}"))
+    return args
+
+
+def _node(spec: NodeSpec, profile: str = "") -> LifecycleNode:
+    return LifecycleNode(
+        package=spec.package,
+        executable=spec.executable,
+        name=spec.name,
+        namespace="",
+        parameters=[LaunchConfiguration(f"{spec.key}_params"), _overrides(spec.key),
+                    *([params] if (params := profile_params(profile, spec.key)) else [])],
+        output="screen",
+        emulate_tty=True,
+    )
+
+
+def profile_launch(profile: str, extra_arguments=(), extra_actions=()) -> LaunchDescription:
+    """Launch description for a bringup profile: its lifecycle nodes with their YAML files, and a
+    lifecycle manager that configures and activates them in order (autostart)."""
+    specs = profile_nodes(profile)
+    manager = Node(
+        package="hand_bringup",
+        executable="lifecycle_manager",
+        name=LIFECYCLE_MANAGER_NODE,
+        parameters=[{"node_names": [s.name for s in specs], "autostart": True,
+                     "use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)}],
+        output="screen",
+    )
+    return LaunchDescription(
+        discovery_range() + _arguments(specs) + list(extra_arguments) + [_node(s, profile) for s in specs]
+        + list(extra_actions) + [manager]
+    )
+
+
+def discovery_range() -> list:
+    """``discovery_range`` argument (default LOCALHOST: DDS traffic stays on this machine; SUBNET to
+    run the graph across machines) applied to every process the launch file starts."""
+    return [
+        DeclareLaunchArgument("discovery_range", default_value="LOCALHOST",
+                              choices=["LOCALHOST", "SUBNET", "SYSTEM_DEFAULT", "OFF"],
+                              description="ROS_AUTOMATIC_DISCOVERY_RANGE of the started nodes"),
+        SetEnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE", LaunchConfiguration("discovery_range")),
+    ]
+
+
+def hardware_extras():
+    """``port`` argument and an optional simulated board (``sim_board:=true``) on that port."""
+    arguments = [
+        DeclareLaunchArgument("port", default_value="/dev/ttyACM0",
+                              description="Serial device of the servo board"),
+        DeclareLaunchArgument("sim_board", default_value="false",
+                              description="Start the simulated board and link its pty at `port`"),
+    ]
+    board = Node(package="hand_servo_driver", executable="sim_board", name="sim_board",
+                 arguments=["--link", LaunchConfiguration("port")], output="screen",
+                 condition=IfCondition(LaunchConfiguration("sim_board")))
+    return arguments, [board]
+
+
+def arm_extras():
+    """The arm's arguments (control mode, the two hardware opt-ins, bus port) and an optional
+    simulated STS3215 bus (``sim_bus:=true``) linked at ``port``."""
+    arguments = [
+        DeclareLaunchArgument("control_mode", default_value="cartesian", description="cartesian | joint"),
+        DeclareLaunchArgument("real_hardware", default_value="false",
+                              description="Opt-in 1: open the STS3215 bus (alone: read-only, torque off)"),
+        DeclareLaunchArgument("allow_motion", default_value="false",
+                              description="Opt-in 2 (with real_hardware): torque on and move"),
+        DeclareLaunchArgument("port", default_value="/dev/ttyACM0", description="Serial device of the bus"),
+        DeclareLaunchArgument("sim_bus", default_value="false",
+                              description="Start the simulated STS3215 bus and link its pty at `port`"),
+    ]
+    bus = Node(package="arm_teleop", executable="sim_sts_bus", name="sim_sts_bus",
+               arguments=["--link", LaunchConfiguration("port")], output="screen",
+               condition=IfCondition(LaunchConfiguration("sim_bus")))
+    return arguments, [bus]
+
+
+def rviz_extras():
+    """robot_state_publisher with hand_description's URDF, and rviz2 with the hand config."""
+    from hand_description.paths import urdf_path
+
+    with open(urdf_path()) as f:
+        robot_description = f.read()
+    arguments = [DeclareLaunchArgument("rviz", default_value="true", description="Start rviz2")]
+    rsp = Node(package="robot_state_publisher", executable="robot_state_publisher",
+               name="robot_state_publisher", output="screen",
+               # publish_frequency caps TF publication (Jazzy default 20 Hz): above the camera's 30 fps
+               parameters=[{"robot_description": robot_description, "publish_frequency": 60.0,
+                            "use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)}])
+    rviz = Node(package="rviz2", executable="rviz2", name="rviz2", output="screen",
+                arguments=["-d", PathJoinSubstitution([FindPackageShare("hand_description"), "rviz", "hand.rviz"])],
+                condition=IfCondition(LaunchConfiguration("rviz")))
+    return arguments, [rsp, rviz]
+
+
+__all__ = ["profile_launch", "arm_extras", "hardware_extras", "rviz_extras"]

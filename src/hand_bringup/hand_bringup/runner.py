@@ -1,0 +1,544 @@
+"""Embedded runner: the launch files' node sets without the ROS CLI (``make demo`` uses it).
+
+Starts the same executables with the same ``config/*.yaml`` files as ``launch/*.launch.py``
+(both read :mod:`hand_bringup.bringup`), each as its own process, brings them through their
+lifecycle in order, records topics to a rosbag2 (MCAP) with the ``rosbags`` library, shows
+progress, and on Ctrl-C (or at the end of a video) shuts down actuators first (safe pose), then
+the rest. Exits non-zero if any node dies.
+
+  python -m hand_bringup.runner demo --video ../shared/media/human_hand_video.mp4 --out out
+  python -m hand_bringup.runner sim --source camera:0
+  python -m hand_bringup.runner param hand_tracker index_curled_angle 1.7   # = ros2 param set
+  python -m hand_bringup.runner calibrate open                              # tracker calibration
+  python -m hand_bringup.runner sim --source bag:out/demo_bag -p tracker.index_curled_angle=1.4 --out out/replay
+      (replay recorded /hand/landmarks through the tracker with another calibration, no camera)
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import pathlib
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from hand_bringup.bringup import (
+    PROFILES,
+    NodeSpec,
+    executable_path,
+    profile_nodes,
+    profile_params,
+    share_file,
+    shutdown_order,
+)
+from hand_common import contract
+from hand_common.processes import NodeProcess, ensure_local_discovery
+from hand_common.stats import percentiles_ms, rate_hz
+
+#: Topics recorded to the bag: topic -> ROS type name.
+#: Topics never recorded: ROS infrastructure and camera-sized images (the demo keeps the twin's
+#: frames as files). Everything else the profile's nodes publish is recorded (see Runner.record).
+NOT_RECORDED_TOPICS = ("/rosout", "/parameter_events")
+NOT_RECORDED_TYPES = ("sensor_msgs/msg/Image",)
+
+#: The runner's subscriptions (recorder and measurements): reliable like the publishers, with a deep reader queue so that a
+#: busy Python process (2 shared cores) loses nothing: DDS fills the queue from its own threads.
+MONITOR_QOS = contract.QosSpec(reliable=True, depth=1000)
+
+
+def ros_value(v: Any) -> str:
+    """Python value → the text of a ``-p name:=value`` override (YAML scalar)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def parse_overrides(items: list[str]) -> dict[str, dict[str, Any]]:
+    """``["tracker.mirror=true", "twin.render_rate=15"]`` → ``{"tracker": {"mirror": True}, ...}``.
+    Values are parsed as YAML scalars. ValueError names a malformed item."""
+    import yaml
+
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        node, dot, param = key.partition(".")
+        if not sep or not dot or not node or not param:
+            raise ValueError(f"override '{item}' is not <node>.<parameter>=<value>")
+        out.setdefault(node, {})[param] = yaml.safe_load(value)
+    return out
+
+
+def parse_params_files(items: list[str]) -> dict[str, str]:
+    """``["tracker=my.yaml"]`` → ``{"tracker": "/abs/my.yaml"}``; ValueError names a malformed item
+    or a missing file."""
+    out = {}
+    for item in items:
+        key, sep, path = item.partition("=")
+        if not sep or not key or not path:
+            raise ValueError(f"--params-file '{item}' is not <node>=<file>")
+        if not os.path.isfile(path):
+            raise ValueError(f"--params-file {key}: no file {path}")
+        out[key] = os.path.abspath(path)
+    return out
+
+
+@dataclass
+class RunConfig:
+    """What to run: a bringup profile plus per-node parameter overrides and outputs."""
+
+    profile: str
+    out_dir: pathlib.Path
+    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    params_files: dict[str, str] = field(default_factory=dict)
+    record: bool = True
+    sim_board: bool = True
+    video_frames: int | None = None  # stop after this many frames have been processed
+    idle_stop_s: float | None = None  # stop when no landmarks arrive for this long (end of a file)
+    duration_s: float | None = None
+
+
+class Runner:
+    """Starts, supervises and stops one profile's node processes (see module docstring)."""
+
+    def __init__(self, cfg: RunConfig):
+        ensure_local_discovery()
+        self.cfg = cfg
+        self.specs: list[NodeSpec] = profile_nodes(cfg.profile)
+        unknown = sorted((set(cfg.overrides) | set(cfg.params_files)) - {s.key for s in self.specs})
+        if unknown:
+            raise ValueError(f"no node {unknown} in profile '{cfg.profile}'; its nodes are "
+                             f"{[s.key for s in self.specs]}")
+        for spec in self.specs:  # the profile's own parameters (two_hands: hands: two); -p overrides win
+            for k, v in profile_params(cfg.profile, spec.key).items():
+                cfg.overrides.setdefault(spec.key, {}).setdefault(k, v)
+        self.two_hands = cfg.overrides.get("tracker", {}).get("hands") == "two"
+        self.log_dir = cfg.out_dir / "logs"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.procs: dict[str, NodeProcess] = {}
+        self.board: NodeProcess | None = None
+        self.probe = None
+        self.bag = None
+        self.recorded: set[str] = set()
+        self._bag_lock = threading.Lock()
+        self.t_start = time.time()
+        # live measurements
+        # (frame_index, receive wall time, hand found, capture stamp ns) per /hand/landmarks message
+        self.frames: list[tuple[int, float, bool, int]] = []
+        self.flexion_latency: list[float] = []
+        self.flexions: dict[int, list[float]] = {}  # capture stamp ns -> flexion thumb..pinky
+        self.last_flexion: list[float] = []
+        self.diagnostics: dict[str, dict[str, str]] = {}
+        self.failure: str | None = None
+
+    # --- processes ----------------------------------------------------------------------------
+    def _start_board(self) -> str:
+        link = str(self.cfg.out_dir / "servo_board.tty")
+        self.board = NodeProcess.module(
+            "hand_servo_driver.sim_board", "--link", link, "--log", str(self.cfg.out_dir / "servo_board_pulses.jsonl"),
+            log_path=str(self.log_dir / "sim_board.log"))
+        end = time.monotonic() + 15
+        while not os.path.exists(link):
+            if not self.board.alive() or time.monotonic() > end:
+                raise RuntimeError(f"simulated board did not come up:\n{self.board.tail()}")
+            time.sleep(0.05)
+        return link
+
+    def _node_args(self, spec: NodeSpec) -> list[str]:
+        params = self.cfg.params_files.get(spec.key) or share_file(spec.package, spec.params_file)
+        args = [executable_path(spec), "--ros-args", "-r", f"__node:={spec.name}", "--params-file", params]
+        for k, v in self.cfg.overrides.get(spec.key, {}).items():
+            args += ["-p", f"{k}:={ros_value(v)}"]
+        return args
+
+    def start(self) -> None:
+        if any(s.key == "joint_mapper" for s in self.specs):
+            # no robot_state_publisher here: read the URDF file without waiting for /robot_description
+            self.cfg.overrides.setdefault("joint_mapper", {}).setdefault("description_timeout_s", 0.0)
+        if any(s.key == "servo_driver" for s in self.specs) and self.cfg.sim_board:
+            port = self._start_board()
+            self.cfg.overrides.setdefault("servo_driver", {}).setdefault("port", port)
+        for spec in self.specs:
+            self.procs[spec.key] = NodeProcess(self._node_args(spec), str(self.log_dir / f"{spec.key}.log"))
+
+    def check_alive(self) -> None:
+        """Set ``failure`` (and raise) if any node process has exited."""
+        for key, p in list(self.procs.items()) + ([("sim_board", self.board)] if self.board else []):
+            if not p.alive():
+                self.failure = f"{key} exited with code {p.proc.returncode}; last lines of its log:\n{p.tail()}"
+                raise RuntimeError(self.failure)
+
+    # --- ROS side -------------------------------------------------------------------------------
+    def connect(self) -> None:
+        from hand_common.probe import RosProbe
+
+        self.probe = RosProbe("hand_runner")
+        if self.cfg.record:
+            self._start_recording()
+        self._subscribe_measurements()
+
+    def _start_recording(self) -> None:
+        """Open the bag; topics are added by :meth:`record` as the nodes' publishers appear."""
+        from hand_common.bag import BagWriter
+
+        path = self.cfg.out_dir / f"{self.cfg.profile}_bag"
+        if path.exists():
+            import shutil
+
+            shutil.rmtree(path)
+        self.bag = BagWriter(path)
+        for topic, type_name in self._expected_topics().items():
+            self.record(topic, type_name)
+
+    def record(self, topic: str, type_name: str) -> None:
+        """Record ``topic`` (ROS type name like ``sensor_msgs/msg/JointState``) from now on; a topic
+        already recorded is left as it is."""
+        from hand_common.bag import message_class
+
+        if self.bag is None or topic in self.recorded:
+            return
+        self.bag.add(topic, type_name)
+        self.probe.node.create_subscription(
+            message_class(type_name), topic, self._recorder(topic), contract.qos(MONITOR_QOS), raw=True)
+        self.recorded.add(topic)
+
+    def record_published_topics(self) -> set[str]:
+        """Record every topic the profile's nodes publish (as the ROS graph shows them now), except
+        infrastructure, lifecycle transition events and images. Returns the recorded topics."""
+        node = self.probe.node
+        for spec in self.specs:
+            try:
+                pubs = node.get_publisher_names_and_types_by_node(spec.name, "/")
+            except Exception:  # noqa: BLE001 - the node is not discovered yet
+                continue
+            for topic, types in pubs:
+                if (topic in NOT_RECORDED_TOPICS or topic.endswith("/transition_event") or not types
+                        or types[0] in NOT_RECORDED_TYPES):
+                    continue
+                self.record(topic, types[0])
+        return set(self.recorded)
+
+    def _recorder(self, topic: str):
+        def cb(data: bytes) -> None:
+            with self._bag_lock:
+                if self.bag is not None:
+                    self.bag.write(topic, time.time_ns(), data)
+        return cb
+
+    def _subscribe_measurements(self) -> None:
+        from diagnostic_msgs.msg import DiagnosticArray
+        from hand_msgs.msg import HandLandmarksArray
+        from sensor_msgs.msg import JointState
+
+        node = self.probe.node
+        node.create_subscription(HandLandmarksArray, contract.TOPIC_LANDMARKS, self._on_landmarks,
+                                 contract.qos(MONITOR_QOS))
+        for topic in ([contract.side_topic(contract.TOPIC_TARGET_FLEXIONS, s) for s in contract.HAND_SIDES]
+                      if self.two_hands else [contract.TOPIC_TARGET_FLEXIONS]):
+            node.create_subscription(JointState, topic, self._on_flexions, contract.qos(MONITOR_QOS))
+        node.create_subscription(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, self._on_diagnostics,
+                                 contract.qos(MONITOR_QOS))
+
+    def _on_landmarks(self, msg) -> None:
+        idx = msg.hands[0].frame_index if msg.hands else (self.frames[-1][0] + 1 if self.frames else 0)
+        stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+        self.frames.append((int(idx), time.time(), bool(msg.hands), stamp))
+
+    def _on_flexions(self, msg) -> None:
+        now = time.time()
+        stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+        latency = now - stamp * 1e-9
+        if -0.5 < latency < 10.0:  # else the stamp is not a capture time on this clock (replayed stamps)
+            self.flexion_latency.append(latency)
+        by_name = dict(zip(msg.name, msg.position))
+        self.flexions[stamp] = [float(by_name.get(f, math.nan)) for f in contract.FINGER_NAMES]
+        self.last_flexion = self.flexions[stamp]
+
+    def _on_diagnostics(self, msg) -> None:
+        for status in msg.status:
+            entry = {kv.key: kv.value for kv in status.values}
+            entry["_level"] = str(int.from_bytes(status.level, "little") if isinstance(status.level, bytes)
+                                  else int(status.level))
+            entry["_message"] = status.message
+            self.diagnostics[status.name] = entry
+
+    def bring_up(self, timeout: float = 60.0) -> None:
+        """Wait for every node's lifecycle services (failing fast, with its log, if a process dies),
+        check the -p overrides against what the nodes declare, then configure and activate them in
+        order. RuntimeError names the node and quotes its log."""
+        from hand_common.lifecycle_client import LifecycleClient, LifecycleError
+
+        client = LifecycleClient(self.probe.node, timeout=timeout)
+        names = [s.name for s in self.specs]
+        end = time.monotonic() + timeout
+        while True:
+            self.check_alive()
+            try:
+                client.wait_for(names, timeout=0.5)
+                break
+            except LifecycleError as exc:
+                if time.monotonic() > end:
+                    raise RuntimeError(f"{exc}; see {self.log_dir}") from None
+        self._check_overrides()
+        try:
+            client.bring_up(names, before_activate=self._wait_for_publishers)
+        except LifecycleError as exc:
+            key = next((s.key for s in self.specs if f"/{s.name}:" in str(exc)), None)
+            tail = f"\nlast lines of {self.procs[key].log_path}:\n{self.procs[key].tail(8)}" if key else ""
+            raise RuntimeError(f"{exc}{tail}") from None
+
+    def _check_overrides(self) -> None:
+        """rclpy silently ignores an override of an undeclared parameter: refuse such typos."""
+        from rcl_interfaces.srv import ListParameters
+
+        for spec in self.specs:
+            wanted = set(self.cfg.overrides.get(spec.key, {}))
+            if not wanted:
+                continue
+            res = self.probe.call(ListParameters, f"/{spec.name}/list_parameters", ListParameters.Request(),
+                                  timeout=60.0)  # a node still starting answers once it spins
+            unknown = sorted(wanted - set(res.result.names))
+            if unknown:
+                raise ValueError(f"/{spec.name} declares no parameter {unknown} (check -p {spec.key}.<name>)")
+
+    def _expected_topics(self) -> dict[str, str]:
+        """The main topics this profile's nodes publish: {topic: type}. They are subscribed before
+        the nodes are configured, so discovery has matched them by the time frames flow."""
+        landmarks, joints = "hand_msgs/msg/HandLandmarksArray", "sensor_msgs/msg/JointState"
+        keys = {s.key for s in self.specs}
+        out = {contract.TOPIC_DIAGNOSTICS: "diagnostic_msgs/msg/DiagnosticArray"}
+        if "tracker" in keys:
+            out[contract.TOPIC_LANDMARKS] = landmarks
+            for t in (contract.TOPIC_TARGET_FLEXIONS, contract.TOPIC_JOINT_FLEXIONS):
+                if self.two_hands:
+                    out.update({contract.side_topic(t, side): joints for side in contract.HAND_SIDES})
+                else:
+                    out[t] = joints
+        if "twin" in keys:
+            if self.cfg.overrides.get("twin", {}).get("hands") == "two":
+                out.update({contract.side_topic(contract.TOPIC_TWIN_JOINT_STATES, side): joints
+                            for side in contract.HAND_SIDES})
+            else:
+                out[contract.TOPIC_TWIN_JOINT_STATES] = joints
+        if "joint_mapper" in keys:
+            out[contract.TOPIC_JOINT_STATES] = joints
+        return out
+
+    def _wait_for_publishers(self, timeout: float = 10.0) -> None:
+        """Before anything is active: record what the configured nodes publish and wait until the
+        recorder sees the main topics' publishers, so the first frames are not lost to discovery."""
+        if self.bag is None:
+            return
+        node = self.probe.node
+        expected = {t for t in self._expected_topics() if t != contract.TOPIC_DIAGNOSTICS}
+        before = set(self.recorded)
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            recorded = self.record_published_topics()
+            if expected <= recorded and all(node.count_publishers(t) > 0 for t in expected):
+                # endpoint discovery has found them; let the matching complete (longer when this
+                # call has just subscribed to further topics)
+                time.sleep(1.0 if recorded - before else 0.3)
+                return
+            time.sleep(0.05)
+        missing = sorted(t for t in expected if node.count_publishers(t) == 0 or t not in self.recorded)
+        print(f"[runner] warning: no publisher seen on {missing} after {timeout:.0f} s", flush=True)
+
+    def bring_down(self) -> list[str]:
+        from hand_common.lifecycle_client import LifecycleClient
+
+        if self.probe is None:
+            return []
+        client = LifecycleClient(self.probe.node, timeout=10.0)
+        alive = [s.name for s in shutdown_order(self.specs) if self.procs.get(s.key) and self.procs[s.key].alive()]
+        return client.bring_down(alive, final="shutdown")
+
+    def stop(self) -> None:
+        problems = []
+        try:
+            problems = self.bring_down()
+        except Exception as exc:  # noqa: BLE001 - never skip stopping the processes
+            problems.append(f"lifecycle shutdown: {exc}")
+        for p in problems:
+            print(f"[runner] warning: {p}", file=sys.stderr)
+        for spec in shutdown_order(self.specs):
+            if spec.key in self.procs:
+                self.procs[spec.key].stop()
+        if self.board:
+            self.board.stop()
+        with self._bag_lock:
+            if self.bag is not None:
+                self.bag.close()
+        if self.probe is not None:
+            self.probe.close()
+
+    # --- progress -------------------------------------------------------------------------------
+    def progress_line(self) -> str:
+        n = len(self.frames)
+        det = sum(1 for f in self.frames if f[2])
+        total = f"/{self.cfg.video_frames}" if self.cfg.video_frames else ""
+        fps = rate_hz([f[1] for f in self.frames[-60:]])
+        lat = percentiles_ms(self.flexion_latency[-60:])["p50"]
+        flex = " ".join(f"{v:.2f}" for v in self.last_flexion)
+        return (f"[runner] frames {n}{total}  hand {det}/{n}  {fps or 0:.1f} fps  "
+                f"capture→flexion {lat or 0:.1f} ms  flexion [{flex}]")
+
+    def finished(self) -> bool:
+        if self.cfg.video_frames and len(self.frames) >= self.cfg.video_frames:
+            return True
+        if self.cfg.idle_stop_s and self.frames and time.time() - self.frames[-1][1] > self.cfg.idle_stop_s:
+            return True
+        return bool(self.cfg.duration_s and time.time() - self.t_start > self.cfg.duration_s)
+
+    def supervise(self, on_tick=None) -> None:
+        """Until finished (or Ctrl-C): check processes, print progress, call ``on_tick``."""
+        last_print = 0.0
+        while not self.finished():
+            self.check_alive()
+            if on_tick is not None:
+                on_tick(self)
+            if time.monotonic() - last_print > 1.0:
+                print(self.progress_line(), flush=True)
+                last_print = time.monotonic()
+            time.sleep(0.05)
+        print(self.progress_line(), flush=True)
+
+
+# --- CLI --------------------------------------------------------------------------------------------
+def _video_frame_count(path: str) -> int:
+    import cv2
+
+    cap = cv2.VideoCapture(path)
+    if not cap.isOpened():
+        raise FileNotFoundError(f"cannot open video {path}")
+    n = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
+    cap.release()
+    return n
+
+
+def run_profile(args: argparse.Namespace) -> int:
+    from hand_bringup import demo
+
+    out = pathlib.Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    overrides = parse_overrides(args.param or [])
+    params_files = parse_params_files(args.params_file or [])
+    if args.profile == "demo":
+        return demo.run_demo(args, out, overrides, params_files)
+    source = args.source or (f"video:{os.path.abspath(args.video)}" if args.video else "camera:0")
+    overrides.setdefault("tracker", {}).setdefault("source", source)
+    frames = None
+    kind, _, target = source.partition(":")
+    if overrides["tracker"].get("loop") is True:
+        kind = "looping"  # runs until Ctrl-C / --duration
+    if kind == "video":
+        frames = _video_frame_count(target)
+    elif kind == "bag":
+        from hand_common.bag import topic_counts
+
+        frames = topic_counts(target).get(contract.TOPIC_LANDMARKS, ("", 0))[1] or None
+    cfg = RunConfig(profile=args.profile, out_dir=out, overrides=overrides, params_files=params_files,
+                    record=not args.no_record, sim_board=not args.no_sim_board, video_frames=frames,
+                    idle_stop_s=5.0 if frames else None, duration_s=args.duration)
+    runner = Runner(cfg)
+    code = 0
+    try:
+        runner.start()
+        runner.connect()
+        runner.bring_up()
+        print(f"[runner] {args.profile}: {', '.join(s.name for s in runner.specs)} active; Ctrl-C to stop", flush=True)
+        runner.supervise()
+    except KeyboardInterrupt:
+        print("\n[runner] stopping (actuators to safe pose first)", flush=True)
+    except Exception as exc:  # noqa: BLE001
+        print(f"[runner] error: {exc}", file=sys.stderr)
+        code = 1
+    finally:
+        runner.stop()
+    return code
+
+
+def run_param(args: argparse.Namespace) -> int:
+    import yaml
+
+    from hand_common.probe import RosProbe
+
+    probe = RosProbe("hand_runner_param")
+    try:
+        (result,) = probe.set_parameters(args.node, **{args.name: yaml.safe_load(args.value)})
+    finally:
+        probe.close()
+    reason = result.reason
+    if not result.successful and "undeclared" in reason:
+        reason = f"/{args.node} has no parameter '{args.name}'"
+    print("Set parameter successful" if result.successful else f"Setting parameter failed: {reason}")
+    return 0 if result.successful else 1
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    from hand_msgs.srv import Calibrate
+
+    from hand_common.probe import RosProbe
+
+    probe = RosProbe("hand_runner_calibrate")
+    try:
+        req = Calibrate.Request(pose=Calibrate.Request.OPEN if args.pose == "open" else Calibrate.Request.FIST,
+                                duration_s=float(args.duration))
+        res = probe.call(Calibrate, f"/{contract.TRACKER_NODE}/calibrate", req, timeout=args.duration + 15)
+    finally:
+        probe.close()
+    print(f"{'ok' if res.success else 'rejected'}: {res.message} (frames {res.frames})")
+    return 0 if res.success else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="runner", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    # every bringup profile but gazebo (which needs `gz sim` and ros_gz_bridge: use its launch file)
+    for profile in [p for p in PROFILES if p != "gazebo"]:
+        s = sub.add_parser(profile, help=f"run the '{profile}' node set")
+        s.add_argument("--video", help="video file for the tracker (default for demo: the shared hand video)")
+        s.add_argument("--source", help="tracker source, e.g. camera:0 (overrides --video)")
+        s.add_argument("--out", default="out", help="output directory (logs, bag, demo files)")
+        s.add_argument("-p", "--param", action="append", metavar="NODE.PARAM=VALUE",
+                       help="parameter override, e.g. tracker.mirror=true; node keys: "
+                            f"{', '.join(PROFILES[profile]) if profile in PROFILES else 'the profile nodes'}; "
+                            "give decimal parameters a decimal point (1.0, not 1: ROS parameters are typed)")
+        s.add_argument("--params-file", action="append", metavar="NODE=FILE", help="replace a node's YAML file")
+        s.add_argument("--no-record", action="store_true", help="do not write a bag")
+        s.add_argument("--no-sim-board", action="store_true", help="hardware: use a real board at servo_driver.port")
+        s.add_argument("--duration", type=float, help="stop after this many seconds")
+        s.set_defaults(func=run_profile, profile=profile)
+    s = sub.add_parser("param", help="set a parameter on a running node (= ros2 param set)")
+    s.add_argument("node"), s.add_argument("name"), s.add_argument("value")
+    s.set_defaults(func=run_param)
+    s = sub.add_parser("calibrate", help="capture the open hand or the fist on the running tracker")
+    s.add_argument("pose", choices=["open", "fist"])
+    s.add_argument("--duration", type=float, default=1.0)
+    s.set_defaults(func=run_calibrate)
+    return p
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> None:
+    # SIGTERM (kill, systemd, docker stop) stops like Ctrl-C: actuators to the safe pose first. SIGINT
+    # explicitly too: a runner started in the background inherits it as ignored.
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    args = build_parser().parse_args(argv)
+    try:
+        sys.exit(args.func(args))
+    except (OSError, ValueError, TypeError, TimeoutError, RuntimeError) as exc:
+        print(f"runner: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

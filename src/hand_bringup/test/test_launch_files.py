@@ -1,0 +1,289 @@
+"""Launch files, checked without `launch` (it cannot be installed here).
+
+The launch files are executed against recording stand-ins of the `launch` / `launch_ros` classes
+they use; each stand-in accepts exactly the keyword arguments of the real Jazzy class, so a
+misspelt argument fails here as it would on a stock install. Then every node they start is
+checked: the package and executable exist as installed console scripts whose module imports, the
+default parameter file exists, and it only sets parameters that the node really declares (the
+node is started as a process and asked via /<node>/list_parameters).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import runpy
+import sys
+import types
+
+import pytest
+import yaml
+from ament_index_python.packages import get_package_prefix, get_package_share_directory
+from rcl_interfaces.srv import ListParameters
+
+from hand_bringup import bringup
+from hand_common.testing import NodeProcess, RosProbe
+
+#: Real Jazzy signatures (launch 3.4 / launch_ros 0.26): accepted keyword arguments.
+EXECUTE_KW = {"output", "emulate_tty", "condition", "respawn", "respawn_delay", "sigterm_timeout",
+              "sigkill_timeout", "additional_env", "env", "cwd", "name", "prefix", "shell", "on_exit", "log_cmd"}
+NODE_KW = {"executable", "package", "name", "namespace", "exec_name", "parameters", "remappings",
+           "ros_arguments", "arguments"} | EXECUTE_KW
+SIGNATURES = {
+    "Node": (NODE_KW, {"executable"}),
+    "LifecycleNode": (NODE_KW, {"executable", "name", "namespace"}),
+    "DeclareLaunchArgument": ({"name", "default_value", "description", "choices", "condition"}, {"name"}),
+    "SetEnvironmentVariable": ({"name", "value", "condition"}, {"name", "value"}),
+    "LaunchDescription": ({"initial_entities", "deprecated_reason"}, set()),
+    "IfCondition": ({"predicate_expression"}, {"predicate_expression"}),
+    "UnlessCondition": ({"predicate_expression"}, {"predicate_expression"}),
+    "LaunchConfiguration": ({"variable_name", "default"}, {"variable_name"}),
+    "PathJoinSubstitution": ({"substitutions"}, {"substitutions"}),
+    "PythonExpression": ({"expression", "python_modules"}, {"expression"}),
+    "FindPackageShare": ({"package"}, {"package"}),
+    "ParameterValue": ({"value", "value_type"}, {"value"}),
+    # hand_gazebo's gazebo.launch.py (launch 3.4: IncludeLaunchDescription(source, *, launch_arguments, **action))
+    "IncludeLaunchDescription": ({"launch_description_source", "launch_arguments", "condition"},
+                                 {"launch_description_source"}),
+    "PythonLaunchDescriptionSource": ({"launch_file_path"}, {"launch_file_path"}),
+}
+POSITIONAL = {  # positional parameter names, in order
+    "DeclareLaunchArgument": ["name"], "SetEnvironmentVariable": ["name", "value"], "LaunchDescription": ["initial_entities"],
+    "IfCondition": ["predicate_expression"], "UnlessCondition": ["predicate_expression"],
+    "LaunchConfiguration": ["variable_name"], "PathJoinSubstitution": ["substitutions"],
+    "PythonExpression": ["expression"], "FindPackageShare": ["package"], "ParameterValue": ["value"],
+    "Node": [], "LifecycleNode": [],
+    "IncludeLaunchDescription": ["launch_description_source"], "PythonLaunchDescriptionSource": ["launch_file_path"],
+}
+OUR_PACKAGES = {"hand_bringup", "hand_tracking", "hand_joint_mapper", "hand_twin_mujoco", "hand_servo_driver",
+                "hand_description", "hand_gazebo", "hand_retarget", "arm_teleop"}
+EXTERNAL = {("robot_state_publisher", "robot_state_publisher"), ("rviz2", "rviz2"), ("ros_gz_bridge", "parameter_bridge")}
+
+
+class Recorded:
+    def __init__(self, kind: str, *args, **kwargs):
+        allowed, required = SIGNATURES[kind]
+        names = POSITIONAL[kind]
+        if len(args) > len(names):
+            raise TypeError(f"{kind}: too many positional arguments")
+        kwargs = {**dict(zip(names, args)), **kwargs}
+        unknown = set(kwargs) - allowed
+        if unknown:
+            raise TypeError(f"{kind}: unexpected keyword arguments {sorted(unknown)}")
+        missing = required - set(kwargs)
+        if missing:
+            raise TypeError(f"{kind}: missing required arguments {sorted(missing)}")
+        self.kind, self.kw = kind, kwargs
+
+
+def _fake_modules() -> dict[str, types.ModuleType]:
+    def cls(kind):
+        return type(kind, (Recorded,), {"__init__": lambda self, *a, **k: Recorded.__init__(self, kind, *a, **k)})
+
+    layout = {
+        "launch": ["LaunchDescription"],
+        "launch.actions": ["DeclareLaunchArgument", "IncludeLaunchDescription", "SetEnvironmentVariable"],
+        "launch.launch_description_sources": ["PythonLaunchDescriptionSource"],
+        "launch.conditions": ["IfCondition", "UnlessCondition"],
+        "launch.substitutions": ["LaunchConfiguration", "PathJoinSubstitution", "PythonExpression"],
+        "launch_ros": [],
+        "launch_ros.actions": ["Node", "LifecycleNode"],
+        "launch_ros.substitutions": ["FindPackageShare"],
+        "launch_ros.parameter_descriptions": ["ParameterValue"],
+    }
+    mods = {}
+    for name, kinds in layout.items():
+        m = types.ModuleType(name)
+        for k in kinds:
+            setattr(m, k, cls(k))
+        mods[name] = m
+    return mods
+
+
+def _resolve(sub, args: dict[str, str]):
+    """Evaluate the recorded substitutions we use (defaults of launch arguments)."""
+    if isinstance(sub, str):
+        return sub
+    if isinstance(sub, Recorded) and sub.kind == "FindPackageShare":
+        return get_package_share_directory(sub.kw["package"])
+    if isinstance(sub, Recorded) and sub.kind == "PathJoinSubstitution":
+        return os.path.join(*[_resolve(s, args) for s in sub.kw["substitutions"]])
+    if isinstance(sub, Recorded) and sub.kind == "LaunchConfiguration":
+        return args[sub.kw["variable_name"]]
+    raise AssertionError(f"cannot resolve {sub!r}")
+
+
+def load_launch(name: str, package: str = "hand_bringup") -> list[Recorded]:
+    path = os.path.join(get_package_share_directory(package), "launch", name)
+    saved = {k: sys.modules.get(k) for k in _fake_modules()}
+    sys.modules.update(_fake_modules())
+    sys.modules.pop("hand_bringup.launch_common", None)
+    try:
+        ld = runpy.run_path(path)["generate_launch_description"]()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+        sys.modules.pop("hand_bringup.launch_common", None)
+    assert ld.kind == "LaunchDescription"
+    return ld.kw["initial_entities"]
+
+
+def _console_scripts(package: str) -> dict[str, str]:
+    """name -> "module:function" from the package's installed entry points."""
+    import importlib.metadata as md
+
+    eps = md.distribution(package).entry_points
+    return {ep.name: ep.value for ep in eps if ep.group == "console_scripts"}
+
+
+LAUNCH_FILES = {"sim.launch.py": "sim", "rviz.launch.py": "rviz", "hardware.launch.py": "hardware",
+                "two_hands.launch.py": "two_hands", "arm.launch.py": "arm", "dex.launch.py": "dex",
+                "gazebo.launch.py": "gazebo"}
+
+
+def test_every_installed_launch_file_is_checked():
+    """No launch file escapes the stand-in run below: the installed set is exactly LAUNCH_FILES."""
+    installed = os.listdir(os.path.join(get_package_share_directory("hand_bringup"), "launch"))
+    assert sorted(f for f in installed if f.endswith(".launch.py")) == sorted(LAUNCH_FILES)
+
+
+@pytest.mark.parametrize("launch_file", sorted(LAUNCH_FILES))
+def test_launch_file_names_real_executables_and_files(launch_file):
+    entities = load_launch(launch_file)
+    args = {e.kw["name"]: e.kw.get("default_value") for e in entities if e.kind == "DeclareLaunchArgument"}
+    defaults = {k: _resolve(v, {}) for k, v in args.items() if v is not None}
+    nodes = [e for e in entities if e.kind in ("Node", "LifecycleNode")]
+    lifecycle = [n for n in nodes if n.kind == "LifecycleNode"]
+    # DDS stays on this machine unless the user asks otherwise (discovery_range:=SUBNET)
+    (env,) = [e for e in entities if e.kind == "SetEnvironmentVariable"]
+    assert env.kw["name"] == "ROS_AUTOMATIC_DISCOVERY_RANGE"
+    assert defaults[env.kw["value"].kw["variable_name"]] == "LOCALHOST"
+    assert entities.index(env) < min(entities.index(n) for n in nodes)
+    # the launch file starts exactly its bringup profile's lifecycle nodes, with the table's names
+    expected = bringup.profile_nodes(LAUNCH_FILES[launch_file])
+    assert [(n.kw["package"], n.kw["executable"], n.kw["name"]) for n in lifecycle] == \
+        [(s.package, s.executable, s.name) for s in expected]
+    # and a lifecycle manager that activates them in the profile's order
+    (manager,) = [n for n in nodes if n.kw["executable"] == "lifecycle_manager"]
+    assert manager.kw["parameters"][0]["node_names"] == [s.name for s in expected]
+    for n in nodes:
+        pkg, exe = n.kw["package"], n.kw["executable"]
+        if pkg not in OUR_PACKAGES:
+            assert (pkg, exe) in EXTERNAL, f"{launch_file}: unknown external node {pkg}/{exe}"
+            continue
+        scripts = _console_scripts(pkg)
+        assert exe in scripts, f"{launch_file}: {pkg} has no executable '{exe}' (entry points: {sorted(scripts)})"
+        assert os.access(os.path.join(get_package_prefix(pkg), "lib", pkg, exe), os.X_OK)
+        module = scripts[exe].split(":")[0]
+        assert importlib.util.find_spec(module) is not None, f"{pkg}/{exe}: module {module} missing"
+    for s in expected:
+        params = defaults[f"{s.key}_params"]
+        assert os.path.isfile(params), f"{launch_file}: parameter file {params} missing"
+        with open(params) as f:
+            doc = yaml.safe_load(f)
+        assert list(doc) == [s.name], f"{params} must configure exactly /{s.name}"
+
+
+def test_two_hands_launch_sets_the_profile_parameters():
+    entities = load_launch("two_hands.launch.py")
+    nodes = {e.kw["name"]: e for e in entities if e.kind == "LifecycleNode"}
+    for name in (bringup.NODES["tracker"].name, bringup.NODES["twin"].name):
+        params = nodes[name].kw["parameters"]
+        assert {"hands": "two"} in params, f"{name}: {params}"
+    # the single-hand profiles do not
+    for e in load_launch("sim.launch.py"):
+        if e.kind == "LifecycleNode":
+            assert not any(isinstance(p, dict) and "hands" in p for p in e.kw["parameters"])
+
+
+def test_rviz_launch_loads_the_hand_urdf_and_config():
+    entities = load_launch("rviz.launch.py")
+    (rsp,) = [e for e in entities if e.kind == "Node" and e.kw["executable"] == "robot_state_publisher"]
+    urdf = rsp.kw["parameters"][0]["robot_description"]
+    assert urdf.lstrip().startswith("<") and "<robot" in urdf and "index_pip" in urdf
+    (rviz,) = [e for e in entities if e.kind == "Node" and e.kw["executable"] == "rviz2"]
+    config = _resolve(rviz.kw["arguments"][1], {})
+    assert os.path.isfile(config)
+
+
+@pytest.fixture(scope="module")
+def declared_parameters(tmp_path_factory):
+    """Every bringup node started once (unconfigured) with its YAML: {node key: declared names}."""
+    logs = tmp_path_factory.mktemp("launch_nodes")
+    procs = {}
+    for s in bringup.NODES.values():
+        procs[s.key] = NodeProcess([bringup.executable_path(s), "--ros-args", "-r", f"__node:={s.name}",
+                                    "--params-file", bringup.share_file(s.package, s.params_file)],
+                                   log_path=str(logs / f"{s.key}.log"))
+    probe = RosProbe("launch_param_probe")
+    out = {}
+    try:
+        for s in bringup.NODES.values():
+            try:
+                res = probe.call(ListParameters, f"/{s.name}/list_parameters", ListParameters.Request(), timeout=30)
+            except TimeoutError as exc:
+                raise AssertionError(f"{s.name} did not start:\n{procs[s.key].output()[-3000:]}") from exc
+            out[s.key] = set(res.result.names)
+    finally:
+        probe.close()
+        for p in procs.values():
+            p.stop()
+    return out
+
+
+def _flatten(d: dict, prefix: str = "") -> list[str]:
+    """Nested YAML parameter keys → dotted names, as rclpy declares them."""
+    out = []
+    for k, v in d.items():
+        out += _flatten(v, f"{prefix}{k}.") if isinstance(v, dict) else [f"{prefix}{k}"]
+    return out
+
+
+@pytest.mark.parametrize("key", sorted(bringup.NODES))
+def test_parameter_files_only_set_declared_parameters(key, declared_parameters):
+    s = bringup.NODES[key]
+    with open(bringup.share_file(s.package, s.params_file)) as f:
+        doc = yaml.safe_load(f)
+    keys = set(_flatten(doc[s.name]["ros__parameters"]))
+
+    undeclared = keys - declared_parameters[key]
+    assert not undeclared, f"{s.params_file} sets parameters /{s.name} does not declare: {sorted(undeclared)}"
+
+
+def test_stand_ins_reject_what_the_real_classes_reject():
+    mods = _fake_modules()
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        mods["launch_ros.actions"].Node(package="p", executable="e", parameter=[{}])
+    with pytest.raises(TypeError, match="missing required"):
+        mods["launch_ros.actions"].LifecycleNode(package="p", executable="e", name="n")
+
+
+def test_lifecycle_manager_brings_nodes_to_active(tmp_path):
+    """The manager the launch files start: configure + activate node_names in order (autostart)."""
+    specs = [bringup.NODES["joint_mapper"], bringup.NODES["twin"]]
+    procs = [NodeProcess([bringup.executable_path(s), "--ros-args", "-r", f"__node:={s.name}",
+                          "--params-file", bringup.share_file(s.package, s.params_file),
+                          *(["-p", "render_rate:=0.0"] if s.key == "twin" else []),
+                          *(["-p", "description_timeout_s:=0.0"] if s.key == "joint_mapper" else [])],
+                         log_path=str(tmp_path / f"{s.key}.log")) for s in specs]
+    manager = NodeProcess([os.path.join(get_package_prefix("hand_bringup"), "lib", "hand_bringup",
+                                        "lifecycle_manager"), "--ros-args",
+                           "-p", f"node_names:=[{', '.join(s.name for s in specs)}]"],
+                          log_path=str(tmp_path / "manager.log"))
+    probe = RosProbe("manager_probe")
+    try:
+        from hand_common.testing import wait_until
+
+        def all_active():
+            return all(probe.get_state(s.name) == "active" for s in specs)
+
+        wait_until(all_active, 40, "both nodes active")
+        # the manager logs after its last activation call returns: wait for the line, not just the states
+        wait_until(lambda: "active: joint_mapper, hand_twin" in manager.output(), 10, "the manager's log line")
+    finally:
+        probe.close()
+        for p in [manager, *procs]:
+            p.stop()

@@ -1,0 +1,156 @@
+"""A helper node that talks to other nodes the way the ``ros2`` CLI does.
+
+:class:`RosProbe` spins its own node in a background thread: subscribe, publish, call services,
+``ros2 param set`` (``/<node>/set_parameters``) and ``ros2 lifecycle set`` (by label, see
+:mod:`hand_common.lifecycle_client`). Used by the embedded runner and by integration tests.
+"""
+
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import rclpy
+from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.srv import ChangeState
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import GetParameters, SetParameters
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+
+from hand_common.lifecycle_client import LifecycleClient
+from hand_common.processes import ensure_local_discovery
+
+
+class RosProbe:
+    """A test-side node spun in a background thread: subscribe, publish, call services."""
+
+    def __init__(self, name: str = "test_probe"):
+        ensure_local_discovery()
+        if not rclpy.ok():
+            # No rclpy signal handlers: Ctrl-C stays a KeyboardInterrupt for the caller (the runner),
+            # and the context stays valid so it can still take the nodes down in order.
+            rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+        self.node = Node(name)
+        self._executor = SingleThreadedExecutor()
+        self._executor.add_node(self.node)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        while not self._stop.is_set() and rclpy.ok():
+            self._executor.spin_once(timeout_sec=0.05)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(2)
+        self._executor.remove_node(self.node)
+        self.node.destroy_node()
+
+    # --- topics ----------------------------------------------------------------------------------
+    def collect(self, msg_type: Any, topic: str, qos: Any = 10) -> list:
+        """Subscribe and return the (growing) list that received messages are appended to."""
+        received: list = []
+        self.node.create_subscription(msg_type, topic, received.append, qos)
+        return received
+
+    def publisher(self, msg_type: Any, topic: str, qos: Any = 10):
+        return self.node.create_publisher(msg_type, topic, qos)
+
+    def wait_for_subscribers(self, pub: Any, count: int = 1, timeout: float = 10.0) -> None:
+        wait_until(lambda: pub.get_subscription_count() >= count, timeout, f"subscriber on {pub.topic_name}")
+
+    # --- services --------------------------------------------------------------------------------
+    def call(self, srv_type: Any, name: str, request: Any, timeout: float = 10.0) -> Any:
+        """Call a service and return its response; raises TimeoutError naming the service."""
+        client = self.node.create_client(srv_type, name)
+        try:
+            if not client.wait_for_service(timeout_sec=timeout):
+                raise TimeoutError(f"service {name} not available after {timeout} s")
+            future = client.call_async(request)
+            wait_until(future.done, timeout, f"answer from {name}")
+            return future.result()
+        finally:
+            self.node.destroy_client(client)
+
+    def change_state(self, node: str, label: str, timeout: float = 20.0) -> bool:
+        """Request a lifecycle transition by label (configure, activate, deactivate, cleanup,
+        shutdown). Returns the node's ``success``; False if the transition is not available from
+        the current state (the request is then not sent, see module docstring)."""
+        return LifecycleClient(self.node, timeout).transition(node, label)
+
+    def change_state_raw(self, node: str, transition_id: int, timeout: float = 10.0) -> Any:
+        """Send a ChangeState by id without checking availability (to test robustness)."""
+        req = ChangeState.Request(transition=Transition(id=transition_id))
+        return self.call(ChangeState, f"/{node}/change_state", req, timeout)
+
+    def get_state(self, node: str, timeout: float = 10.0) -> str:
+        """The node's lifecycle state label (unconfigured, inactive, active, finalized)."""
+        return LifecycleClient(self.node, timeout).state(node)
+
+    def get_parameters(self, node: str, names: list[str], timeout: float = 10.0) -> dict[str, Any]:
+        """``ros2 param get`` for several parameters: {name: value} (None for undeclared ones)."""
+        res = self.call(GetParameters, f"/{node}/get_parameters", GetParameters.Request(names=names), timeout)
+        return {n: parameter_python(v) for n, v in zip(names, res.values)}
+
+    def set_parameters(self, node: str, timeout: float = 10.0, **values: Any) -> list:
+        """``ros2 param set`` for several parameters; returns the SetParametersResult list."""
+        params = [Parameter(name=k, value=parameter_value(v)) for k, v in values.items()]
+        res = self.call(SetParameters, f"/{node}/set_parameters",
+                        SetParameters.Request(parameters=params), timeout)
+        return list(res.results)
+
+
+def parameter_python(pv: ParameterValue) -> Any:
+    """rcl_interfaces/ParameterValue → Python value (None for NOT_SET)."""
+    t = pv.type
+    return {
+        ParameterType.PARAMETER_BOOL: lambda: pv.bool_value,
+        ParameterType.PARAMETER_INTEGER: lambda: pv.integer_value,
+        ParameterType.PARAMETER_DOUBLE: lambda: pv.double_value,
+        ParameterType.PARAMETER_STRING: lambda: pv.string_value,
+        ParameterType.PARAMETER_BOOL_ARRAY: lambda: list(pv.bool_array_value),
+        ParameterType.PARAMETER_INTEGER_ARRAY: lambda: list(pv.integer_array_value),
+        ParameterType.PARAMETER_DOUBLE_ARRAY: lambda: list(pv.double_array_value),
+        ParameterType.PARAMETER_STRING_ARRAY: lambda: list(pv.string_array_value),
+    }.get(t, lambda: None)()
+
+
+def parameter_value(v: Any) -> ParameterValue:
+    """Python value → rcl_interfaces/ParameterValue (bool, int, float, str and their lists)."""
+    pv = ParameterValue()
+    if isinstance(v, bool):
+        pv.type, pv.bool_value = ParameterType.PARAMETER_BOOL, v
+    elif isinstance(v, int):
+        pv.type, pv.integer_value = ParameterType.PARAMETER_INTEGER, v
+    elif isinstance(v, float):
+        pv.type, pv.double_value = ParameterType.PARAMETER_DOUBLE, v
+    elif isinstance(v, str):
+        pv.type, pv.string_value = ParameterType.PARAMETER_STRING, v
+    elif isinstance(v, (list, tuple)) and v and all(isinstance(x, float) for x in v):
+        pv.type, pv.double_array_value = ParameterType.PARAMETER_DOUBLE_ARRAY, list(v)
+    elif isinstance(v, (list, tuple)) and v and all(isinstance(x, bool) for x in v):
+        pv.type, pv.bool_array_value = ParameterType.PARAMETER_BOOL_ARRAY, list(v)
+    elif isinstance(v, (list, tuple)) and v and all(isinstance(x, int) for x in v):
+        pv.type, pv.integer_array_value = ParameterType.PARAMETER_INTEGER_ARRAY, list(v)
+    elif isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
+        pv.type, pv.string_array_value = ParameterType.PARAMETER_STRING_ARRAY, list(v)
+    else:
+        raise TypeError(f"unsupported parameter value {v!r}")
+    return pv
+
+
+def wait_until(pred: Callable[[], bool], timeout: float, what: str, period: float = 0.02) -> None:
+    """Poll ``pred`` until true; raise TimeoutError naming ``what`` after ``timeout`` seconds."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(period)
+    raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
+

@@ -1,7 +1,0 @@
-"""Tracker + MuJoCo twin: ``ros2 launch hand_tracking sim.launch.py source:=camera:0 [headless:=true]``."""
-
-from hand_tracking.launch_common import profile_launch
-
-
-def generate_launch_description():
-    return profile_launch("sim")
