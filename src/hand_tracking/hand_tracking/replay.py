@@ -40,7 +40,9 @@ class LandmarkFrame:
     index: source frame index (the recorded HandLandmarks.frame_index; counted on for empty frames).
     stamp: time of this replay read on the replay clock (s).
     media_time: the recorded capture time (s), plus the loop offset: the stream's own timeline.
-    recorded_stamp: the recorded capture time (s).
+    recorded_stamp: the recorded capture time (s), :func:`stamp_seconds` of the recorded header
+    stamp (exactly the float a live tracker ran its filter on).
+    recorded_ns: the recorded header stamp in integer nanoseconds (sec * 1e9 + nanosec).
     width, height: recorded image size in pixels (0 if unknown).
     frame_id: recorded header frame_id.
     decode_ms: time to read and deserialize the message.
@@ -51,6 +53,7 @@ class LandmarkFrame:
     stamp: float
     media_time: float
     recorded_stamp: float
+    recorded_ns: int = 0
     width: int = 0
     height: int = 0
     frame_id: str = ""
@@ -190,8 +193,9 @@ class BagLandmarkSource:
         t_ns, raw, msgtype = item
         msg = self._deserialize(raw, msgtype, t_ns)
         recorded = stamp_seconds(msg.header.stamp)
+        recorded_ns = int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
         if recorded <= 0.0 or not math.isfinite(recorded):
-            recorded = t_ns * 1e-9
+            recorded, recorded_ns = t_ns * 1e-9, int(t_ns)
         if self._first is None:
             self._first = recorded
         elif self._last is not None and recorded > self._last:
@@ -213,7 +217,7 @@ class BagLandmarkSource:
                 time.sleep(due - now)
         else:
             self._pace_t0 = None
-        return LandmarkFrame(hands, self._index, self._clock(), media, recorded, width, height,
+        return LandmarkFrame(hands, self._index, self._clock(), media, recorded, recorded_ns, width, height,
                              str(msg.header.frame_id), decode_ms, problems)
 
     def close(self) -> None:

@@ -15,7 +15,11 @@ Publications (QoS from :mod:`hand_common.contract`):
   hand), not in ``topic:`` replay (the node would republish on the topic it reads);
 - ``/hand/target_flexions`` sensor_msgs/JointState, FINGER_NAMES, flexions 0..1;
 - ``/hand/joint_flexions`` sensor_msgs/JointState, JOINT_NAMES, per-joint flexions 0..1;
-  both stamped with the frame's capture time, published while a pose is tracked or held;
+  both stamped with the frame's capture time, published on *every* processed frame while a pose
+  is tracked or held (up to ``max_missed_frames`` frames without a hand): a held pose is
+  republished at the frame rate, so an actuator's command timeout can be a few frame periods
+  without false trips; when the hand is lost (or frames stop) publishing stops and the
+  actuators' timeouts take them to their safe pose;
 - ``/diagnostics`` diagnostic_msgs/DiagnosticArray.
 
 Two hands (``hands: two``, read at configure): MediaPipe looks for at least two hands,
@@ -24,6 +28,16 @@ continuity (labels are evidence only) and the node publishes ``/hand/left/...`` 
 ``/hand/right/...`` (landmarks of that hand, target_flexions, joint_flexions; names from
 ``contract.side_topic``) instead of the single-hand flexion topics; ``/hand/landmarks`` stays the
 raw detections of every frame (replayable: identity runs again on replay).
+
+Time comes from the data: every time-dependent step (1€ filter, hold/reset after missed frames
+or after a gap > ``frame_timeout`` between capture stamps, calibration capture duration) runs on
+the frame's capture stamp as published in the message header (:func:`capture_time`), in a live
+run and in a replay (``bag:``, ``topic:``) alike, so replaying recorded ``/hand/landmarks`` with
+the same parameters reproduces ``/hand/target_flexions`` and ``/hand/joint_flexions`` bit for bit
+(``replay_stamps: recorded`` also reproduces their stamps). The wall-clock watchdog only reports.
+A video or image folder read faster than real time (``realtime: false``) is stamped on its media
+timeline (first read time + frame index / fps): filtered as if played live, whatever this
+machine's speed.
 
 Run: ``ros2 run hand_tracking tracker_node --ros-args --params-file config/tracker.yaml
 -p source:=video:/path/clip.mp4``, then ``ros2 lifecycle set /hand_tracker configure`` and
@@ -106,6 +120,18 @@ def _stamp(t: float) -> Time:
     return Time(sec=sec, nanosec=min(int(round((t - sec) * 1e9)), 999_999_999))
 
 
+def _stamp_ns(ns: int) -> Time:
+    return Time(sec=int(ns) // 1_000_000_000, nanosec=int(ns) % 1_000_000_000)
+
+
+def capture_time(stamp: Time) -> float:
+    """The time (s) the filter, the hold/reset and the calibration capture run on for a frame
+    stamped ``stamp``: the published capture stamp read back exactly as a replay reads it from
+    the recorded message (:func:`hand_tracking.replay.stamp_seconds`), so a live run and the
+    replay of its recorded ``/hand/landmarks`` compute with the very same floats."""
+    return stamp_seconds(stamp)
+
+
 def _points(a: np.ndarray) -> list[Point]:
     return [Point(x=x, y=y, z=z) for x, y, z in a.tolist()]
 
@@ -182,7 +208,8 @@ class TrackerNode(SafeLifecycleNode):
           "Frame source: camera:<index|/dev/videoN>, video:<file>, images:<dir>, bag:<rosbag2 dir> "
           "(recorded /hand/landmarks) or topic:<landmarks topic>. Changeable only while unconfigured.")
         d(self, "realtime", True, "Pace video files, image folders and bags at their recorded rate "
-          "(like a live camera); false = as fast as processed.")
+          "(like a live camera); false = as fast as processed (a file's frames are then stamped on "
+          "its media timeline: first read time + frame time).")
         d(self, "drop_late_frames", True, "With realtime pacing of a recording: drop frames that could "
           "not be processed in time, as a live camera does (false = process every frame, late if "
           "need be). A camera always delivers its freshest frame.")
@@ -236,7 +263,9 @@ class TrackerNode(SafeLifecycleNode):
         d(self, "max_missed_frames", 10, "Frames without a (plausible) hand during which the last pose "
           "is held and republished; then the filter resets and flexions stop.", range=(0, 100000))
         d(self, "frame_timeout", 1.0, "Watchdog: no frame for this long (s) while active → diagnostics "
-          "ERROR (nothing is published without frames).", range=(0.05, 60.0))
+          "ERROR (nothing is published without frames). A gap this long between the capture stamps "
+          "of two frames resets the filter and drops the held pose (decided on the stamps, so a "
+          "replay does the same).", range=(0.05, 60.0))
         d(self, "diagnostics_period", 1.0, "Period of /diagnostics messages, s.", range=(0.1, 60.0))
         d(self, "calibration_duration", 1.0, "Default capture time of ~/calibrate (request "
           "duration_s = 0), s of stream time.", range=(0.1, 30.0))
@@ -357,6 +386,8 @@ class TrackerNode(SafeLifecycleNode):
         self._last_status = ""
         self._sides_status: dict[str, str] = {}
         self._last_reason = ""
+        self._last_capture: float | None = None
+        self._media_epoch: float | None = None
 
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
@@ -541,7 +572,10 @@ class TrackerNode(SafeLifecycleNode):
             hands, width, height = item.hands, item.width, item.height
             for p in item.problems:
                 self.get_logger().warning(f"recorded frame {item.index}: {p}", throttle_duration_sec=5.0)
-            stamp = item.recorded_stamp if self.get_parameter("replay_stamps").value == "recorded" else item.stamp
+            # time comes from the data: the recorded capture stamp, whatever the output stamps
+            capture = item.recorded_stamp
+            recorded = self.get_parameter("replay_stamps").value == "recorded"
+            stamp = _stamp_ns(item.recorded_ns) if recorded else _stamp(item.stamp)
             frame_id = item.frame_id or self.get_parameter("frame_id").value
             infer_ms = 0.0
         else:
@@ -556,26 +590,51 @@ class TrackerNode(SafeLifecycleNode):
                 self._bad_frames += 1
                 self.get_logger().warning(f"frame {item.index}: {exc}", throttle_duration_sec=5.0)
                 return
-            width, height, stamp = item.width, item.height, item.stamp
+            width, height, stamp = item.width, item.height, _stamp(self._capture_stamp(item))
+            capture = capture_time(stamp)  # the published stamp, read back as a replay reads it
             frame_id = self.get_parameter("frame_id").value
             infer_ms = (time.monotonic() - t0) * 1e3
         landmarks = self._pub_landmarks if self.get_parameter("publish_landmarks").value else None
-        self._handle(hands, item.index, stamp, item.media_time, width, height, frame_id,
+        self._handle(hands, item.index, stamp, capture, width, height, frame_id,
                      decode_ms=item.decode_ms, infer_ms=infer_ms, landmarks=landmarks)
 
-    def _handle(self, hands: list[HandObservation], index: int, stamp: float, media_time: float, width: int,
+    def _capture_stamp(self, item: Frame) -> float:
+        """Capture stamp (s) of a camera/video/image frame: the source's read time, except for a
+        file read faster than real time (``realtime: false``), whose frames are stamped on their
+        media timeline (first read time + media time), as if played live: its outputs then do
+        not depend on how fast this machine processes it."""
+        if self._spec is not None and self._spec.kind in ("video", "images") and \
+                not bool(self.get_parameter("realtime").value):
+            if self._media_epoch is None:
+                self._media_epoch = item.stamp - item.media_time
+            return self._media_epoch + item.media_time
+        self._media_epoch = None
+        return item.stamp
+
+    def _handle(self, hands: list[HandObservation], index: int, stamp: Time, capture: float, width: int,
                 height: int, frame_id: str, *, decode_ms: float, infer_ms: float, landmarks) -> None:
-        """Geometry/filter/calibration capture for one frame, then publish (any thread)."""
+        """Geometry/filter/calibration capture for one frame, then publish (any thread).
+
+        stamp: output stamp; capture: the frame's capture stamp (s, as :func:`capture_time`
+        reads it), the time every time-dependent step runs on: the 1€ filter, the hold/reset
+        (a gap > ``frame_timeout`` between two capture stamps, or a stamp going backwards,
+        resets the pose) and the calibration capture.
+        """
         t1 = time.monotonic()
+        t = capture
+        gap = float(self.get_parameter("frame_timeout").value)
         with self._lock:
-            out = self._core.update(hands, media_time, width, height)
+            last, self._last_capture = self._last_capture, t
+            if last is not None and not (0.0 <= t - last <= gap):
+                self._core.reset()  # a gap in the data (or a restart): the held pose is stale
+            out = self._core.update(hands, t, width, height)
             cap = self._capture
             if cap is not None:
-                cap.capture.add(media_time, out.raw_angles)
+                cap.capture.add(t, out.raw_angles)
         if cap is not None and cap.capture.done:
             self._finish_capture()
         t2 = time.monotonic()
-        self._publish(out, hands, index, _stamp(stamp), frame_id, width, height, landmarks)
+        self._publish(out, hands, index, stamp, frame_id, width, height, landmarks)
         t3 = time.monotonic()
         if self._watchdog == "timeout":
             self.get_logger().info("frames are back: watchdog cleared")
@@ -640,9 +699,9 @@ class TrackerNode(SafeLifecycleNode):
         index = int(first.frame_index) if first is not None else -1
         width = int(first.image_width) if first is not None else 0
         height = int(first.image_height) if first is not None else 0
-        stamp = stamp_seconds(msg.header.stamp)
+        stamp = Time(sec=msg.header.stamp.sec, nanosec=msg.header.stamp.nanosec)
         decode_ms = (time.monotonic() - t0) * 1e3
-        self._handle(hands, index, stamp, stamp, width, height, msg.header.frame_id,
+        self._handle(hands, index, stamp, capture_time(stamp), width, height, msg.header.frame_id,
                      decode_ms=decode_ms, infer_ms=0.0, landmarks=None)
 
     # --- calibration --------------------------------------------------------------------------------
@@ -744,9 +803,9 @@ class TrackerNode(SafeLifecycleNode):
         active = self.lifecycle_state == "active"
         timeout = float(self.get_parameter("frame_timeout").value)
         if active and not self._finished and self._watchdog == "ok" and now - self._last_frame > timeout:
+            # Report only: the reset of a stale pose is decided on the capture stamps in _handle
+            # (a gap > frame_timeout between two frames), so a live run and its replay agree.
             self._watchdog = "timeout"
-            with self._lock:
-                self._core.reset()  # the held pose is stale now
             self.get_logger().error(f"watchdog: no frame for {timeout:.2f} s from {self._spec}")
         if now - self._last_diag >= float(self.get_parameter("diagnostics_period").value):
             self._publish_diagnostics(now)
