@@ -15,6 +15,7 @@ import pytest
 
 from hand_common import contract
 from hand_common.bag import read_messages, topic_counts
+from hand_tracking.tracker_core import DEFAULT_FINGER_CURLED, DEFAULT_FINGER_STRAIGHT
 
 FRAMES = 621  # ../shared/media/README.md
 #: twin without offscreen rendering: the test measures the pipeline, not the renderer
@@ -128,11 +129,14 @@ def test_replay_with_another_calibration_changes_flexions_in_the_expected_direct
     b = np.array([replayed[i] for i in common])
     partly = (a > 0.05) & (a < 0.95)  # frames where neither run is clipped at an end of [0, 1]
     assert partly.sum() > 50
-    # Both runs filter the same angles on the same capture stamps: only the window differs.
+    # Both runs filter the same angles on the same capture stamps (deterministic replay): only the
+    # window differs, so every unclipped flexion scales by exactly old window / new window.
     less = np.mean(b[partly] <= a[partly] + 1e-6)
     shift = np.mean(a[partly] - b[partly])
+    ratio = (DEFAULT_FINGER_STRAIGHT[1] - DEFAULT_FINGER_CURLED[1]) / (DEFAULT_FINGER_STRAIGHT[1] - 1.2)
     print(f"\nrecalibrated replay: {len(common)} frames in common, {partly.sum()} partly flexed, "
-          f"{less:.3f} of them read less flexed, mean shift {shift:.4f}")
-    assert less > 0.9
-    assert shift > 0.1
+          f"{less:.3f} of them read less flexed, mean shift {shift:.4f} (expected "
+          f"{(1 - ratio) * np.mean(a[partly]):.4f} = (1 - {ratio:.4f}) x mean flexion)")
+    assert less == 1.0
+    np.testing.assert_allclose(b[partly], a[partly] * ratio, rtol=1e-9, atol=1e-12)
     assert np.all((b >= 0) & (b <= 1))

@@ -3,6 +3,10 @@
 :class:`RosProbe` spins its own node in a background thread: subscribe, publish, call services,
 ``ros2 param set`` (``/<node>/set_parameters``) and ``ros2 lifecycle set`` (by label, see
 :mod:`hand_common.lifecycle_client`). Used by the embedded runner and by integration tests.
+
+Service clients are created once per (type, name) and reused, and lifecycle and parameter calls
+survive a lost response (a fresh request after an unanswered attempt, the state checked before a
+``change_state`` is re-sent): see :mod:`hand_common.lifecycle_client` for why responses get lost.
 """
 
 
@@ -22,20 +26,23 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-from hand_common.lifecycle_client import LifecycleClient
+from hand_common.lifecycle_client import ATTEMPT_TIMEOUT, LifecycleClient, call_with_retry
 from hand_common.processes import ensure_local_discovery
 
 
 class RosProbe:
     """A test-side node spun in a background thread: subscribe, publish, call services."""
 
-    def __init__(self, name: str = "test_probe"):
+    def __init__(self, name: str = "test_probe", attempt_timeout: float = ATTEMPT_TIMEOUT):
         ensure_local_discovery()
         if not rclpy.ok():
             # No rclpy signal handlers: Ctrl-C stays a KeyboardInterrupt for the caller (the runner),
             # and the context stays valid so it can still take the nodes down in order.
             rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
         self.node = Node(name)
+        self.attempt_timeout = attempt_timeout
+        self._clients: dict[tuple[Any, str], Any] = {}
+        self._lifecycle = LifecycleClient(self.node, attempt_timeout=attempt_timeout)
         self._executor = SingleThreadedExecutor()
         self._executor.add_node(self.node)
         self._stop = threading.Event()
@@ -66,23 +73,40 @@ class RosProbe:
         wait_until(lambda: pub.get_subscription_count() >= count, timeout, f"subscriber on {pub.topic_name}")
 
     # --- services --------------------------------------------------------------------------------
-    def call(self, srv_type: Any, name: str, request: Any, timeout: float = 10.0) -> Any:
-        """Call a service and return its response; raises TimeoutError naming the service."""
-        client = self.node.create_client(srv_type, name)
+    def client(self, srv_type: Any, name: str) -> Any:
+        """The probe's client of service ``name`` (created once, then reused)."""
+        key = (srv_type, name)
+        if key not in self._clients:
+            self._clients[key] = self.node.create_client(srv_type, name)
+        return self._clients[key]
+
+    def call(self, srv_type: Any, name: str, request: Any, timeout: float = 10.0, retry: bool = False) -> Any:
+        """Call a service and return its response; raises TimeoutError naming the service.
+
+        retry: for idempotent services only (queries, parameter sets): an unanswered attempt is
+        followed by ``request`` sent afresh, under a new sequence number
+        (:func:`~hand_common.lifecycle_client.call_with_retry`).
+        Without it one request is sent and awaited for ``timeout`` s.
+        """
+        client = self.client(srv_type, name)
+        if retry:
+            return call_with_retry(client, lambda: request, timeout, f"service {name}",
+                                   self.attempt_timeout)
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise TimeoutError(f"service {name} not available after {timeout} s")
+        future = client.call_async(request)
         try:
-            if not client.wait_for_service(timeout_sec=timeout):
-                raise TimeoutError(f"service {name} not available after {timeout} s")
-            future = client.call_async(request)
             wait_until(future.done, timeout, f"answer from {name}")
-            return future.result()
-        finally:
-            self.node.destroy_client(client)
+        except TimeoutError:
+            client.remove_pending_request(future)
+            raise
+        return future.result()
 
     def change_state(self, node: str, label: str, timeout: float = 20.0) -> bool:
         """Request a lifecycle transition by label (configure, activate, deactivate, cleanup,
         shutdown). Returns the node's ``success``; False if the transition is not available from
         the current state (the request is then not sent, see module docstring)."""
-        return LifecycleClient(self.node, timeout).transition(node, label)
+        return self._lifecycle.transition(node, label, timeout)
 
     def change_state_raw(self, node: str, transition_id: int, timeout: float = 10.0) -> Any:
         """Send a ChangeState by id without checking availability (to test robustness)."""
@@ -91,18 +115,19 @@ class RosProbe:
 
     def get_state(self, node: str, timeout: float = 10.0) -> str:
         """The node's lifecycle state label (unconfigured, inactive, active, finalized)."""
-        return LifecycleClient(self.node, timeout).state(node)
+        return self._lifecycle.state(node, timeout)
 
     def get_parameters(self, node: str, names: list[str], timeout: float = 10.0) -> dict[str, Any]:
         """``ros2 param get`` for several parameters: {name: value} (None for undeclared ones)."""
-        res = self.call(GetParameters, f"/{node}/get_parameters", GetParameters.Request(names=names), timeout)
+        res = self.call(GetParameters, f"/{node}/get_parameters", GetParameters.Request(names=names), timeout,
+                        retry=True)
         return {n: parameter_python(v) for n, v in zip(names, res.values)}
 
     def set_parameters(self, node: str, timeout: float = 10.0, **values: Any) -> list:
         """``ros2 param set`` for several parameters; returns the SetParametersResult list."""
         params = [Parameter(name=k, value=parameter_value(v)) for k, v in values.items()]
         res = self.call(SetParameters, f"/{node}/set_parameters",
-                        SetParameters.Request(parameters=params), timeout)
+                        SetParameters.Request(parameters=params), timeout, retry=True)
         return list(res.results)
 
 

@@ -56,7 +56,8 @@ def stamp(msg) -> float:
 
 
 def get_params(probe, *names):
-    res = probe.call(GetParameters, f"/{NODE}/get_parameters", GetParameters.Request(names=list(names)))
+    res = probe.call(GetParameters, f"/{NODE}/get_parameters", GetParameters.Request(names=list(names)),
+                     retry=True)
     out = []
     for v in res.values:
         out.append(v.double_value if v.type == 3 else list(v.double_array_value) if v.type == 8 else
@@ -80,7 +81,7 @@ def test_lifecycle_parameters_and_video(probe, tmp_path, video_path):
 
         # every key of config/tracker.yaml is a declared parameter
         declared = set(probe.call(ListParameters, f"/{NODE}/list_parameters",
-                                  ListParameters.Request()).result.names)
+                                  ListParameters.Request(), retry=True).result.names)
         with open(PARAMS) as f:
             keys = set(yaml.safe_load(f)[NODE]["ros__parameters"])
         assert keys <= declared, keys - declared
