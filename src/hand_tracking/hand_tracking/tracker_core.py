@@ -1,7 +1,9 @@
 """The tracker's per-frame pipeline, without ROS: hands → angles → filter → flexions.
 
 For each processed frame :meth:`TrackerCore.update` takes the hands a backend (or a recording)
-saw and the frame's media time, and returns a :class:`TrackOutput`:
+saw and the frame's time (s; the node passes the capture stamp carried in the message, so a
+replay of recorded landmarks computes the same outputs bit for bit), and returns a
+:class:`TrackOutput`:
 
 1. pick the hand to follow (``hand_preference``: any/right/left; the most confident one);
 2. reject an implausible skeleton (non-finite values, collapsed palm, zero-length bones,
@@ -14,9 +16,9 @@ saw and the frame's media time, and returns a :class:`TrackOutput`:
 5. per-finger curls (mean of 3 angles) through the finger windows → 5 flexions; the 15 angles
    through the joint windows → 15 per-joint flexions.
 
-Misses (no hand, rejected skeleton): the last filtered pose is *held* (status ``held``) for up to
-``max_missed_frames`` consecutive frames; after that the filter is reset and nothing is output
-(status ``lost``) until a hand returns, so no stale pose is presented as live.
+Misses (no hand, rejected skeleton): the last filtered pose is *held* (status ``held``, output on
+every frame) for up to ``max_missed_frames`` consecutive frames; after that the filter is reset
+and nothing is output (status ``lost``) until a hand returns, so no stale pose is presented as live.
 """
 
 from __future__ import annotations
@@ -168,7 +170,8 @@ class TrackerCore:
         return hand, joint_angles(pts), ""
 
     def update(self, hands: list[HandObservation], t: float, width: int = 1, height: int = 1) -> TrackOutput:
-        """Process one frame's hands at media time ``t`` (s); ``width``/``height``: image size (px)."""
+        """Process one frame's hands at time ``t`` (s, the capture stamp); ``width``/``height``: image
+        size (px). Deterministic: the same frames at the same ``t`` give the same floats."""
         cfg = self._config
         hand, raw, reason = self.measure(hands, width, height)
         if raw is not None:

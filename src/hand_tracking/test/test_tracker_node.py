@@ -311,8 +311,9 @@ def test_topic_replay_calibration_and_watchdog(probe, tmp_path, video_path):
 
 def test_bag_replay_matches_the_pure_pipeline(probe, tmp_path, video_path):
     lm = video_landmarks(video_path)
-    frames = [(2000.0 + i / 30.0, i, lm.hands(i)) for i in range(250, 290)]
-    frames[5] = (frames[5][0], 255, [])  # one frame without a hand: held
+    # 2 s without frames after the 20th (more than frame_timeout = 1 s): the held pose is dropped
+    frames = [(2000.0 + i / 30.0 + (2.0 if i >= 270 else 0.0), i, lm.hands(i)) for i in range(250, 290)]
+    frames[5] = (frames[5][0], 255, [])  # one frame without a hand: held, and published
     write_landmark_bag(tmp_path / "bag", frames, width=lm.width, height=lm.height)
     node = start_node(tmp_path, "bag", f"source:=bag:{tmp_path / 'bag'}", "realtime:=false",
                       "replay_stamps:=recorded")
@@ -332,9 +333,15 @@ def test_bag_replay_matches_the_pure_pipeline(probe, tmp_path, video_path):
     # the node filters on the recorded capture stamps as read from the messages: bit for bit the
     # pure pipeline run on those stamps
     core = TrackerCore(TrackerConfig())
-    expect = [core.update(h, stamp(m), lm.width, lm.height).finger_flexions.tolist()
-              for (_, _, h), m in zip(frames, lms)]
+    expect = []
+    for k, ((_, _, h), m) in enumerate(zip(frames, lms)):
+        if k == 20:
+            core.reset()  # the node decides the reset on the capture stamps: a replay does the same
+        expect.append(core.update(h, stamp(m), lm.width, lm.height).finger_flexions.tolist())
     assert [list(m.position) for m in tf] == expect
+    # after the gap the filter starts afresh: the first frame reads its unfiltered flexions
+    fresh = TrackerCore(TrackerConfig(filter_enabled=False)).update(frames[20][2], 0.0, lm.width, lm.height)
+    assert list(tf[20].position) == fresh.finger_flexions.tolist()
     world = np.array([(p.x, p.y, p.z) for p in lms[0].hands[0].world_landmarks])
     np.testing.assert_array_equal(world, lm.world[250])
 
