@@ -50,8 +50,10 @@ def smoothing_factor(dt: float | np.ndarray, cutoff: float | np.ndarray) -> np.n
 class OneEuroFilter:
     """1€ filter over a vector of ``n`` channels.
 
-    ``f(x, t)``: x is (n,) (or a scalar for n = 1), t the sample time in seconds (any
-    monotonic clock; the stream's own time). Returns the filtered (n,) array.
+    ``f(x, t)``: x is (n,) (or a scalar for n = 1), t the sample time in seconds: the time
+    carried with the data (the tracker passes each frame's capture stamp as published), never the
+    time of processing, so a replay of the same samples gives the same floats. Returns the
+    filtered (n,) array. Deterministic: no clock is read.
 
     - The first sample (or the first after :meth:`reset`) passes through unchanged.
     - A non-finite channel in ``x`` is ignored for that step (the channel keeps its previous

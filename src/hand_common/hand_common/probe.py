@@ -19,15 +19,26 @@ from typing import Any
 
 import rclpy
 from lifecycle_msgs.msg import Transition
-from lifecycle_msgs.srv import ChangeState
+from lifecycle_msgs.srv import ChangeState, GetAvailableStates, GetAvailableTransitions, GetState
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
-from rcl_interfaces.srv import GetParameters, SetParameters
+from rcl_interfaces.srv import (
+    DescribeParameters,
+    GetParameters,
+    GetParameterTypes,
+    ListParameters,
+    SetParameters,
+)
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from hand_common.lifecycle_client import ATTEMPT_TIMEOUT, LifecycleClient, call_with_retry
 from hand_common.processes import ensure_local_discovery
+
+#: Services whose request may be sent again after a lost answer (queries, parameter sets):
+#: :meth:`RosProbe.call` retries them by default.
+IDEMPOTENT_SERVICES = (GetParameters, SetParameters, ListParameters, DescribeParameters, GetParameterTypes,
+                       GetState, GetAvailableStates, GetAvailableTransitions)
 
 
 class RosProbe:
@@ -80,15 +91,17 @@ class RosProbe:
             self._clients[key] = self.node.create_client(srv_type, name)
         return self._clients[key]
 
-    def call(self, srv_type: Any, name: str, request: Any, timeout: float = 10.0, retry: bool = False) -> Any:
+    def call(self, srv_type: Any, name: str, request: Any, timeout: float = 10.0, retry: bool | None = None) -> Any:
         """Call a service and return its response; raises TimeoutError naming the service.
 
-        retry: for idempotent services only (queries, parameter sets): an unanswered attempt is
+        retry (default: for :data:`IDEMPOTENT_SERVICES`): an unanswered attempt is
         followed by ``request`` sent afresh, under a new sequence number
         (:func:`~hand_common.lifecycle_client.call_with_retry`).
         Without it one request is sent and awaited for ``timeout`` s.
         """
         client = self.client(srv_type, name)
+        if retry is None:
+            retry = srv_type in IDEMPOTENT_SERVICES
         if retry:
             return call_with_retry(client, lambda: request, timeout, f"service {name}",
                                    self.attempt_timeout)
