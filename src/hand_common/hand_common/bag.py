@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import os
 import pathlib
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import yaml
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
@@ -41,31 +43,193 @@ def typestore(msg_dir: str | os.PathLike | None = None) -> Typestore:
 
 
 class BagWriter:
-    """Write serialized (CDR) messages to a new MCAP rosbag2 directory.
+    """Write serialized (CDR) messages to a new MCAP rosbag2 directory, crash safe.
 
     Usage: ``w = BagWriter(path); w.add(topic, "sensor_msgs/msg/JointState"); w.write(topic, t_ns, cdr)``;
-    ``close()`` finalises the metadata (also via ``with``). Raises FileExistsError if path exists.
+    ``close()`` commits the rest and merges the segments into one file (also via ``with``).
+    Raises FileExistsError if path exists.
+
+    Crash safety: messages are written in *segments* of ``segment_s`` seconds; each segment is a
+    complete MCAP file (footer, index, message definitions) written under a hidden name and renamed
+    into the bag when done, then ``metadata.yaml`` is rewritten atomically (temp file + rename) to
+    list every committed segment. A process killed at any moment (kill -9) therefore leaves a bag
+    that ``rosbags`` and ``ros2 bag`` open, holding every message but those of the segment being
+    written: at most the last ``segment_s`` seconds (``write`` and :meth:`flush_if_due` commit a
+    due segment; call the latter periodically when messages may stop). A leftover hidden segment
+    directory is harmless and ignored by readers. Segments are split files of one bag, as
+    ``ros2 bag record --max-bag-duration`` writes them.
+
+    counts: {topic: messages written so far}; committed: {topic: messages in committed segments}.
     """
 
-    def __init__(self, path: str | os.PathLike, store: Typestore | None = None):
+    def __init__(self, path: str | os.PathLike, store: Typestore | None = None, *, segment_s: float = 0.5,
+                 clock: Callable[[], float] = time.monotonic):
         self.store = store or typestore()
-        self._writer = Writer(pathlib.Path(path), version=9, storage_plugin=StoragePlugin.MCAP)
-        self._writer.open()
-        self._conns: dict[str, Any] = {}
+        self.path = pathlib.Path(path)
+        if self.path.exists():
+            raise FileExistsError(f"{self.path} exists")
+        if not segment_s > 0:
+            raise ValueError(f"segment_s must be positive, got {segment_s}")
+        self.path.mkdir(parents=True)
+        self.segment_s = float(segment_s)
+        self._clock = clock
+        self._topics: dict[str, str] = {}
         self.counts: dict[str, int] = {}
+        self.committed: dict[str, int] = {}
+        self._files: list[dict[str, Any]] = []  # committed segments' metadata (rosbag2 'files' entries)
+        self._topic_meta: dict[str, dict[str, Any]] = {}
+        self._seg: Writer | None = None
+        self._seg_conns: dict[str, Any] = {}
+        self._seg_counts: dict[str, int] = {}
+        self._seg_t0 = 0.0
+        self._closed = False
+        self._write_metadata()  # an empty but valid bag from the start
 
+    # --- segments ---------------------------------------------------------------------------------
+    def _seg_dir(self) -> pathlib.Path:
+        return self.path / f".segment_{len(self._files)}"
+
+    def _open_segment(self) -> None:
+        d = self._seg_dir()
+        if d.exists():  # left over by an earlier failed commit
+            import shutil
+
+            shutil.rmtree(d)
+        self._seg = Writer(d, version=9, storage_plugin=StoragePlugin.MCAP)
+        self._seg.open()
+        self._seg_conns = {t: self._seg.add_connection(t, m, typestore=self.store) for t, m in self._topics.items()}
+        self._seg_counts = dict.fromkeys(self._topics, 0)
+        self._seg_t0 = self._clock()
+
+    def _commit_segment(self) -> None:
+        """Close the pending segment, move its MCAP file into the bag, rewrite metadata.yaml."""
+        seg, self._seg = self._seg, None
+        if seg is None:
+            return
+        seg.close()
+        d = self._seg_dir()
+        info = yaml.safe_load((d / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+        name = f"{self.path.name}_{len(self._files)}.mcap"
+        (d / f"{d.name}.mcap").replace(self.path / name)
+        (d / "metadata.yaml").unlink()
+        d.rmdir()
+        entry = dict(info["files"][0], path=name)
+        for t in info["topics_with_message_count"]:
+            self._topic_meta.setdefault(t["topic_metadata"]["name"], t["topic_metadata"])
+        self._files.append(entry)
+        for t, n in self._seg_counts.items():
+            self.committed[t] = self.committed.get(t, 0) + n
+        self._write_metadata()
+
+    def _write_metadata(self) -> None:
+        files = self._files
+        start = min((f["starting_time"]["nanoseconds_since_epoch"] for f in files), default=0)
+        end = max((f["starting_time"]["nanoseconds_since_epoch"] + f["duration"]["nanoseconds"] for f in files),
+                  default=0)
+        topics = [{"topic_metadata": meta, "message_count": self.committed.get(t, 0)}
+                  for t, meta in self._topic_meta.items()]
+        info = {
+            "version": 9,
+            "storage_identifier": "mcap",
+            "relative_file_paths": [f["path"] for f in files],
+            "duration": {"nanoseconds": max(0, end - start)},
+            "starting_time": {"nanoseconds_since_epoch": start},
+            "message_count": sum(self.committed.values()),
+            "topics_with_message_count": topics,
+            "compression_format": "",
+            "compression_mode": "",
+            "files": files,
+            "custom_data": None,
+            "ros_distro": "rosbags",
+        }
+        tmp = self.path / "metadata.yaml.tmp"
+        with open(tmp, "w", encoding="utf8") as f:
+            yaml.safe_dump({"rosbag2_bagfile_information": info}, f, default_flow_style=False)
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.replace(self.path / "metadata.yaml")
+
+    # --- API --------------------------------------------------------------------------------------
     def add(self, topic: str, msgtype: str) -> None:
-        """Declare ``topic`` with ROS type name like ``sensor_msgs/msg/JointState``."""
-        self._conns[topic] = self._writer.add_connection(topic, msgtype, typestore=self.store)
+        """Declare ``topic`` with ROS type name like ``sensor_msgs/msg/JointState``; KeyError from
+        the typestore for an unknown type."""
+        if topic in self._topics:
+            return
+        self._topics[topic] = msgtype
         self.counts[topic] = 0
+        if self._seg is not None:
+            self._seg_conns[topic] = self._seg.add_connection(topic, msgtype, typestore=self.store)
+            self._seg_counts[topic] = 0
 
     def write(self, topic: str, stamp_ns: int, cdr: bytes) -> None:
-        """Append one serialized message received at ``stamp_ns`` (ns since the epoch)."""
-        self._writer.write(self._conns[topic], int(stamp_ns), bytes(cdr))
+        """Append one serialized message received at ``stamp_ns`` (ns since the epoch); commits the
+        pending segment first when it is ``segment_s`` old. KeyError for an undeclared topic."""
+        if self._closed:
+            raise ValueError(f"{self.path}: write after close")
+        if topic not in self._topics:
+            raise KeyError(f"{topic}: not declared with add()")
+        self.flush_if_due()
+        if self._seg is None:
+            self._open_segment()
+        self._seg.write(self._seg_conns[topic], int(stamp_ns), bytes(cdr))
+        self._seg_counts[topic] += 1
         self.counts[topic] += 1
 
-    def close(self) -> None:
-        self._writer.close()
+    def flush_if_due(self) -> bool:
+        """Commit the pending segment if it is ``segment_s`` old; True if one was committed."""
+        if self._seg is not None and self._clock() - self._seg_t0 >= self.segment_s:
+            self._commit_segment()
+            return True
+        return False
+
+    def flush(self) -> None:
+        """Commit the pending segment now (if any message is pending)."""
+        self._commit_segment()
+
+    def close(self, *, merge: bool = True) -> None:
+        """Commit the pending segment, then (``merge``) join the segments into one MCAP file
+        ``<bag name>.mcap``: the merged file is written under a hidden name, metadata.yaml is
+        switched to it atomically, then the segments are deleted, so the bag is valid at every
+        instant of the merge too. Idempotent."""
+        if self._closed:
+            return
+        if self._seg is None and set(self._topics) - set(self._topic_meta):
+            self._open_segment()  # declare topics that never got a message (as rosbag2 does)
+        self._commit_segment()
+        self._closed = True
+        if merge and len(self._files) > 1:
+            self._merge()
+
+    def _merge(self) -> None:
+        import shutil
+
+        tmp = self.path / ".merged"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        with Reader(self.path) as reader:
+            w = Writer(tmp, version=9, storage_plugin=StoragePlugin.MCAP)
+            w.open()
+            conns = {c.id: w.add_connection(c.topic, c.msgtype, typestore=self.store) for c in reader.connections}
+            for conn, t, raw in reader.messages():
+                w.write(conns[conn.id], t, raw)
+            w.close()
+        name = f"{self.path.name}.mcap"
+        (tmp / f"{tmp.name}.mcap").replace(self.path / name)
+        meta = yaml.safe_load((tmp / "metadata.yaml").read_text())
+        info = meta["rosbag2_bagfile_information"]
+        info["relative_file_paths"] = [name]
+        for f in info["files"]:
+            f["path"] = name
+        staged = self.path / "metadata.yaml.tmp"
+        with open(staged, "w", encoding="utf8") as f:
+            yaml.safe_dump(meta, f, default_flow_style=False)
+            f.flush()
+            os.fsync(f.fileno())
+        staged.replace(self.path / "metadata.yaml")
+        for f in self._files:
+            (self.path / f["path"]).unlink(missing_ok=True)
+        shutil.rmtree(tmp)
+        self._files = info["files"]
 
     def __enter__(self) -> BagWriter:
         return self
