@@ -140,6 +140,9 @@ def run_demo(args: argparse.Namespace, out: pathlib.Path, overrides: dict, param
         if summary["frames_with_hand"] == 0:
             print(f"[demo] error: no hand detected in any of the {n_frames} frames", flush=True)
             code = code or 1
+    if runner.recording_problems:  # the bag lost messages: say which and fail (runner.recording has the counts)
+        print("[demo] error: the bag lost messages:\n  " + "\n  ".join(runner.recording_problems), flush=True)
+        code = code or 1
     return code
 
 
@@ -206,6 +209,8 @@ def write_outputs(runner: Runner, calibration: LiveCalibration, video: str, n_fr
         "bag_message_counts": counts,
         "demo_video": video_out,
         "node_failure": runner.failure,
+        "recording": runner.recording,  # per topic: published (where the publisher says), recorded, monitor
+        "recording_problems": runner.recording_problems,
     }
     with open(out / "summary.json", "w") as f:
         json.dump(summary, f, indent=2)

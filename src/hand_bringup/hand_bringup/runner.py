@@ -3,8 +3,15 @@
 Starts the same executables with the same ``config/*.yaml`` files as ``launch/*.launch.py``
 (both read :mod:`hand_bringup.bringup`), each as its own process, brings them through their
 lifecycle in order, records topics to a rosbag2 (MCAP) with the ``rosbags`` library, shows
-progress, and on Ctrl-C (or at the end of a video) shuts down actuators first (safe pose), then
-the rest. Exits non-zero if any node dies.
+progress, and on Ctrl-C (or at the end of a finite source) shuts down actuators first (safe pose),
+then the rest. Exits non-zero if any node dies, if the source broke (a damaged video, an unreadable
+image: the message names the frame), or if the bag lost a message (the summary names the topic and
+the published vs recorded counts).
+
+Supervision: the node processes die with the runner whatever kills it (PR_SET_PDEATHSIG, see
+:mod:`hand_common.processes`); a run refuses to start when nodes of the same names are already
+alive on its ROS_DOMAIN_ID. The bag is crash safe (see :class:`hand_common.bag.BagWriter`): after
+kill -9 it opens with rosbags and lacks at most the last ``BagWriter.segment_s`` seconds.
 
   python -m hand_bringup.runner demo --video ../shared/media/human_hand_video.mp4 --out out
   python -m hand_bringup.runner sim --source camera:0
@@ -102,8 +109,17 @@ class RunConfig:
     duration_s: float | None = None
 
 
+class DuplicateNodesError(RuntimeError):
+    """Nodes with this profile's names are already running on this ROS_DOMAIN_ID."""
+
+
 class Runner:
     """Starts, supervises and stops one profile's node processes (see module docstring)."""
+
+    #: Seconds to let DDS discovery show nodes already running on the domain before starting ours.
+    DISCOVERY_WAIT_S = 1.5
+    #: After the source finished: seconds without a new recorded message before giving up the drain.
+    DRAIN_IDLE_S = 3.0
 
     def __init__(self, cfg: RunConfig):
         ensure_local_discovery()
@@ -134,6 +150,13 @@ class Runner:
         self.last_flexion: list[float] = []
         self.diagnostics: dict[str, dict[str, str]] = {}
         self.failure: str | None = None
+        #: {topic: {"published": n or None, "recorded": n, "monitor": n or None}} after stop()
+        self.recording: dict[str, dict[str, int | None]] = {}
+        #: human-readable lines, one per topic that lost messages (empty: nothing lost)
+        self.recording_problems: list[str] = []
+        self.source_problem: str | None = None
+        self._landmark_msgs = 0
+        self._flexion_msgs = 0
 
     # --- processes ----------------------------------------------------------------------------
     def _start_board(self) -> str:
@@ -155,7 +178,30 @@ class Runner:
             args += ["-p", f"{k}:={ros_value(v)}"]
         return args
 
+    def refuse_running_nodes(self, wait_s: float | None = None) -> None:
+        """DuplicateNodesError naming the nodes of this profile that are already alive on this
+        ROS_DOMAIN_ID (another run, or nodes a killed run left behind): two nodes of one name would
+        both answer lifecycle calls and both drive the actuators. Waits ``wait_s`` for discovery."""
+        from hand_common.probe import RosProbe
+
+        if self.probe is None:
+            self.probe = RosProbe("hand_runner")
+        names = {s.name for s in self.specs}
+        end = time.monotonic() + (self.DISCOVERY_WAIT_S if wait_s is None else wait_s)
+        found: set[str] = set()
+        while True:
+            found |= {n for n, ns in self.probe.node.get_node_names_and_namespaces() if n in names and ns == "/"}
+            if time.monotonic() >= end:
+                break
+            time.sleep(0.1)
+        if found:
+            domain = os.environ.get("ROS_DOMAIN_ID", "0")
+            raise DuplicateNodesError(
+                f"nodes {', '.join('/' + n for n in sorted(found))} are already running on ROS_DOMAIN_ID "
+                f"{domain}: stop that run first (or use another ROS_DOMAIN_ID)")
+
     def start(self) -> None:
+        self.refuse_running_nodes()
         if any(s.key == "joint_mapper" for s in self.specs):
             # no robot_state_publisher here: read the URDF file without waiting for /robot_description
             self.cfg.overrides.setdefault("joint_mapper", {}).setdefault("description_timeout_s", 0.0)
@@ -176,7 +222,8 @@ class Runner:
     def connect(self) -> None:
         from hand_common.probe import RosProbe
 
-        self.probe = RosProbe("hand_runner")
+        if self.probe is None:
+            self.probe = RosProbe("hand_runner")
         if self.cfg.record:
             self._start_recording()
         self._subscribe_measurements()
@@ -229,6 +276,12 @@ class Runner:
                     self.bag.write(topic, time.time_ns(), data)
         return cb
 
+    def flush_recording(self) -> None:
+        """Commit the bag's pending segment if it is due (called ~20 times a second)."""
+        with self._bag_lock:
+            if self.bag is not None:
+                self.bag.flush_if_due()
+
     def _subscribe_measurements(self) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
         from hand_msgs.msg import HandLandmarksArray
@@ -244,11 +297,13 @@ class Runner:
                                  contract.qos(MONITOR_QOS))
 
     def _on_landmarks(self, msg) -> None:
+        self._landmark_msgs += 1
         idx = msg.hands[0].frame_index if msg.hands else (self.frames[-1][0] + 1 if self.frames else 0)
         stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
         self.frames.append((int(idx), time.time(), bool(msg.hands), stamp))
 
     def _on_flexions(self, msg) -> None:
+        self._flexion_msgs += 1
         now = time.time()
         stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
         latency = now - stamp * 1e-9
@@ -373,6 +428,7 @@ class Runner:
         with self._bag_lock:
             if self.bag is not None:
                 self.bag.close()
+        self._check_recording()
         if self.probe is not None:
             self.probe.close()
 
@@ -387,7 +443,34 @@ class Runner:
         return (f"[runner] frames {n}{total}  hand {det}/{n}  {fps or 0:.1f} fps  "
                 f"capture→flexion {lat or 0:.1f} ms  flexion [{flex}]")
 
+    def tracker_status(self) -> dict[str, str]:
+        """The tracker's latest ``: tracking`` diagnostic values ({} before the first one)."""
+        for name, entry in self.diagnostics.items():
+            if name.endswith(": tracking") and "watchdog" in entry:
+                return entry
+        return {}
+
+    def source_finished(self) -> bool:
+        """True once the tracker reports that its finite source ended (video, images, bag)."""
+        return self.tracker_status().get("watchdog") == "finished"
+
+    def check_source(self) -> None:
+        """Set ``source_problem`` (and raise RuntimeError) if the tracker reports frames it could
+        not read: a broken or truncated file, an unreadable image (its message names the frame)."""
+        st = self.tracker_status()
+        error, bad = st.get("last_error", ""), int(st.get("bad_frames", "0") or 0)
+        if error or bad:
+            if not error and "tracker" in self.procs:  # skipped frames are logged, not in the diagnostics
+                lines = [ln for ln in self.procs["tracker"].tail(200).splitlines() if "frame" in ln and
+                         ("WARN" in ln or "ERROR" in ln)]
+                error = "; ".join(lines[-3:]) or f"see {self.procs['tracker'].log_path}"
+            self.source_problem = (f"source {st.get('source', '?')} broke after {st.get('frames', '?')} frames "
+                                   f"({bad} bad frames): {error}")
+            raise RuntimeError(self.source_problem)
+
     def finished(self) -> bool:
+        if self.source_finished():
+            return True
         if self.cfg.video_frames and len(self.frames) >= self.cfg.video_frames:
             return True
         if self.cfg.idle_stop_s and self.frames and time.time() - self.frames[-1][1] > self.cfg.idle_stop_s:
@@ -399,6 +482,7 @@ class Runner:
         last_print = 0.0
         while not self.finished():
             self.check_alive()
+            self.flush_recording()
             if on_tick is not None:
                 on_tick(self)
             if time.monotonic() - last_print > 1.0:
@@ -406,6 +490,67 @@ class Runner:
                 last_print = time.monotonic()
             time.sleep(0.05)
         print(self.progress_line(), flush=True)
+        self.drain_recording()
+        self.check_source()
+
+    def published_counts(self) -> dict[str, int]:
+        """Messages the publishers say they sent, per topic, where they say it: /hand/landmarks from
+        the tracker's ``frames`` diagnostic once its source finished (one message per frame)."""
+        st = self.tracker_status()
+        out: dict[str, int] = {}
+        if st.get("watchdog") == "finished" and not self.two_hands and "frames" in st and \
+                self.cfg.overrides.get("tracker", {}).get("publish_landmarks", True) is not False:
+            out[contract.TOPIC_LANDMARKS] = int(st["frames"])
+        return out
+
+    def drain_recording(self) -> None:
+        """Before stopping: wait until the bag holds every published message that is known (see
+        :meth:`published_counts`), while the recorded counts still grow (``DRAIN_IDLE_S``)."""
+        if self.bag is None:
+            return
+        end = time.monotonic() + self.DRAIN_IDLE_S
+        while not self.source_finished() and self.cfg.video_frames and time.monotonic() < end:
+            time.sleep(0.05)  # the tracker's final count comes with its next diagnostics
+        last, last_change = None, time.monotonic()
+        while time.monotonic() - last_change < self.DRAIN_IDLE_S:
+            published = self.published_counts()
+            with self._bag_lock:
+                counts = dict(self.bag.counts)
+            if all(counts.get(t, 0) >= n for t, n in published.items()):
+                return
+            if counts != last:
+                last, last_change = counts, time.monotonic()
+            self.check_alive()
+            time.sleep(0.05)
+
+    def _check_recording(self) -> None:
+        """Fill ``recording`` and ``recording_problems`` (bag closed: its final counts)."""
+        if self.bag is None:
+            return
+        published = self.published_counts()
+        monitor = {contract.TOPIC_LANDMARKS: self._landmark_msgs}
+        if not self.two_hands:
+            monitor[contract.TOPIC_TARGET_FLEXIONS] = self._flexion_msgs
+        self.recording = {}
+        for topic, recorded in sorted(self.bag.counts.items()):
+            self.recording[topic] = {"published": published.get(topic), "recorded": recorded,
+                                     "monitor": monitor.get(topic)}
+            pub = published.get(topic)
+            if pub is not None and recorded < pub:
+                self.recording_problems.append(f"{topic}: published {pub}, recorded {recorded} "
+                                               f"({pub - recorded} lost)")
+            mon = monitor.get(topic)
+            if mon is not None and recorded < mon:
+                self.recording_problems.append(f"{topic}: the runner received {mon}, the bag holds {recorded} "
+                                               f"({mon - recorded} lost)")
+
+    def recording_summary(self) -> str:
+        """One line per recorded topic: published (where known) vs recorded."""
+        lines = []
+        for topic, c in self.recording.items():
+            pub = "?" if c["published"] is None else str(c["published"])
+            lines.append(f"  {topic}: published {pub}, recorded {c['recorded']}")
+        return "\n".join(lines)
 
 
 # --- CLI --------------------------------------------------------------------------------------------
@@ -442,8 +587,9 @@ def run_profile(args: argparse.Namespace) -> int:
 
         frames = topic_counts(target).get(contract.TOPIC_LANDMARKS, ("", 0))[1] or None
     cfg = RunConfig(profile=args.profile, out_dir=out, overrides=overrides, params_files=params_files,
-                    record=not args.no_record, sim_board=not args.no_sim_board, video_frames=frames,
-                    idle_stop_s=5.0 if frames else None, duration_s=args.duration)
+                    record=not args.no_record, sim_board=not args.no_sim_board, video_frames=None,
+                    idle_stop_s=30.0 if frames else None, duration_s=args.duration)
+    cfg.video_frames = frames  # progress display; the run ends when the tracker reports its source finished
     runner = Runner(cfg)
     code = 0
     try:
@@ -454,11 +600,20 @@ def run_profile(args: argparse.Namespace) -> int:
         runner.supervise()
     except KeyboardInterrupt:
         print("\n[runner] stopping (actuators to safe pose first)", flush=True)
+    except DuplicateNodesError as exc:
+        print(f"[runner] error: {exc}", file=sys.stderr)
+        code = 3
     except Exception as exc:  # noqa: BLE001
         print(f"[runner] error: {exc}", file=sys.stderr)
         code = 1
     finally:
         runner.stop()
+    if runner.recording:
+        print("[runner] recording:\n" + runner.recording_summary(), flush=True)
+    if runner.recording_problems:
+        print("[runner] error: the bag lost messages:\n  " + "\n  ".join(runner.recording_problems),
+              file=sys.stderr, flush=True)
+        code = code or 1
     return code
 
 

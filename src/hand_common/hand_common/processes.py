@@ -2,15 +2,61 @@
 
 Each node runs in its own process, as ``ros2 run`` / ``ros2 launch`` would start it; output goes
 to a log file so it can be shown when something fails.
+
+Supervision: every child is started in its own process group (its own session, so a terminal's
+Ctrl-C reaches only the parent, which stops the children in order) *and* with
+``PR_SET_PDEATHSIG`` = SIGKILL (Linux ``prctl``), so it dies with its parent whatever kills the
+parent (kill -9 included). The death signal fires when the parent *thread* that forked the child
+exits, not the process: children are therefore always forked by a thread that lives as long as
+the process (the main thread, or else one long-lived spawner thread, see :func:`_spawn`).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import ctypes
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+_prctl = _libc.prctl if _libc is not None else None
+
+
+def _die_with_parent(parent_pid: int) -> Callable[[], None]:
+    """preexec_fn for Popen: SIGKILL this child when the forking thread dies; exit at once if the
+    parent already died between fork and prctl (the child would then be orphaned already)."""
+    prctl = _prctl
+
+    def preexec() -> None:  # runs in the child between fork and exec: syscalls only
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent_pid:
+            os._exit(1)
+
+    return preexec
+
+
+_spawner: concurrent.futures.ThreadPoolExecutor | None = None
+_spawner_lock = threading.Lock()
+
+
+def _spawn(popen: Callable[[], subprocess.Popen]) -> subprocess.Popen:
+    """Run ``popen`` on a thread that lives as long as this process: the main thread when called
+    from it, else one persistent spawner thread (a worker thread that forked a child and then ended
+    would fire the child's PDEATHSIG early)."""
+    global _spawner
+    if threading.current_thread() is threading.main_thread():
+        return popen()
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="spawner")
+    return _spawner.submit(popen).result()
 
 
 def ensure_local_discovery() -> None:
@@ -31,21 +77,27 @@ def require_local_ros_env() -> None:
 
 
 class NodeProcess:
-    """A process started with ``args``, output to ``log_path``, stopped with SIGINT (then SIGKILL)."""
+    """A process started with ``args``, output to ``log_path``, stopped with SIGINT (then SIGKILL).
+
+    The process dies with this one (PR_SET_PDEATHSIG, see the module docstring) and leads its own
+    process group, which :meth:`stop` kills as a whole if SIGINT is not enough.
+    """
 
     def __init__(self, args: Sequence[str], log_path: str, env: dict[str, str] | None = None):
         ensure_local_discovery()
         self.args = list(args)
         self.log_path = log_path
         self._log = open(log_path, "wb")
-        self.proc = subprocess.Popen(
+        env_all = {**os.environ, **(env or {})}
+        self.proc = _spawn(lambda: subprocess.Popen(
             self.args,
             stdout=self._log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env={**os.environ, **(env or {})},
+            env=env_all,
             start_new_session=True,  # a terminal's Ctrl-C reaches the runner, which stops us in order
-        )
+            preexec_fn=_die_with_parent(os.getpid()),
+        ))
 
     @classmethod
     def module(cls, module: str, *args: str, log_path: str, env: dict[str, str] | None = None) -> NodeProcess:
@@ -78,6 +130,10 @@ class NodeProcess:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(5)
+        try:  # whatever the process left behind in its group goes with it
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         if not self._log.closed:
             self._log.close()
         return self.proc.returncode

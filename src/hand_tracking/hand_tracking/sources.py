@@ -8,7 +8,10 @@ index / fps for files, a monotonic clock for cameras; filters run on it, so a vi
 faster than real time is filtered exactly as if it had been played live).
 
 Errors: :class:`SourceError` when a source cannot be opened or stops delivering (the message says
-what to check); :class:`FrameError` for one unreadable frame (the stream goes on).
+what to check); :class:`FrameError` for one unreadable frame (the stream goes on). Every finite
+source ends (``read()`` returns None); a file that ends before its container says it should (a
+damaged or truncated video) raises SourceError naming the frame where decoding stopped, and a
+folder whose every image is unreadable raises SourceError instead of looping on FrameErrors.
 
 Source strings (the node's ``source`` parameter), parsed by :func:`parse_source`:
 ``camera:0`` or ``camera:/dev/video2``, ``video:/path/clip.mp4``, ``images:/path/dir``,
@@ -199,8 +202,14 @@ class VideoFileSource:
     realtime: pace reads at the file's frame rate (like a live camera); else as fast as decoded.
     loop: restart at the end (media_time keeps increasing; ``index`` restarts at 0).
     ``realtime`` and ``loop`` may be changed between reads.
-    Raises SourceError if the file is missing or yields no decodable frame.
+    Raises SourceError if the file is missing or yields no decodable frame, and from ``read()``
+    when decoding stops before the frame count the container declares (``frame_count``, when it
+    declares one): "decoding stopped at frame N of M" (N = the first frame that could not be read).
     """
+
+    #: Frames the decoder may deliver fewer than the container declares before the file counts as
+    #: broken (some containers round their declared count).
+    COUNT_TOLERANCE = 1
 
     def __init__(self, path: str | os.PathLike, *, realtime: bool = True, loop: bool = False,
                  clock: Clock = time.time):
@@ -260,6 +269,9 @@ class VideoFileSource:
         else:
             ok, img = self._cap.read()
             if not ok or img is None:
+                if self.frame_count > 0 and self._index < self.frame_count - self.COUNT_TOLERANCE:
+                    raise SourceError(f"{self.name}: decoding stopped at frame {self._index} of "
+                                      f"{self.frame_count} the file declares: the file is damaged or truncated")
                 if not self.loop or self._index == 0:
                     return None
                 self._offset += self._index / self.fps
@@ -284,8 +296,10 @@ class ImageFolderSource:
     """The images of a folder (png, jpg, bmp, tif, webp), in file-name order, as a stream.
 
     fps: the stream's frame rate (media time = index / fps; pacing when ``realtime``).
-    An unreadable file raises FrameError for that frame; the next read goes on.
-    Raises SourceError if the folder is missing or holds no image.
+    An unreadable file raises FrameError for that frame ("frame N: <file>: not a readable image");
+    the next read goes on. Raises SourceError if the folder is missing or holds no image, and from
+    ``read()`` at the end of a pass in which no image was readable (looping would only repeat
+    the errors).
     """
 
     def __init__(self, path: str | os.PathLike, *, fps: float = 30.0, realtime: bool = False,
@@ -310,14 +324,17 @@ class ImageFolderSource:
         self._n = 0
         self._pace_t0: float | None = None
         self._closed = False
+        self._good_in_pass = 0
 
     def read(self) -> Frame | None:
         if self._closed:
             raise SourceError(f"{self.name}: read after close")
         if self._i >= len(self.files):
+            if self._good_in_pass == 0:
+                raise SourceError(f"{self.name}: none of its {len(self.files)} images is readable")
             if not self.loop:
                 return None
-            self._i = 0
+            self._i, self._good_in_pass = 0, 0
         if self.realtime:
             now = time.monotonic()
             if self._pace_t0 is None or now - (self._pace_t0 + self._n / self.fps) > 0.5:
@@ -332,7 +349,8 @@ class ImageFolderSource:
         t0 = time.monotonic()
         img = self._cv2.imread(fname, self._cv2.IMREAD_COLOR)
         if img is None or img.ndim != 3:
-            raise FrameError(f"{fname}: not a readable image, skipped")
+            raise FrameError(f"frame {index}: {fname}: not a readable image, skipped")
+        self._good_in_pass += 1
         return Frame(img, index, self._clock(), n / self.fps, (time.monotonic() - t0) * 1e3)
 
     def close(self) -> None:
