@@ -180,7 +180,7 @@ def test_inverted_servo_and_curve():
 
 
 def test_lost_pulses_frame_is_sent_again():
-    lp = Loop(config(max_speed_dps=1e5))  # no ramp: one frame per target
+    lp = Loop(config(max_speed_dps=1e5, command_timeout_s=0.5))  # no ramp: one frame per target
     lp.core.activate()
     lp.run(0.1, flex(0.2, 0.2, 0.2, 0.2, 0.2))
     assert lp.board.outputs == [1200] * 5

@@ -72,7 +72,7 @@ def test_bad_values_are_refused_with_the_parameter_name(changes, match):
 
 
 def test_disabled_servo_is_left_out():
-    cfg, _ = build_config({"thumb.enabled": False, "index.channel": 0, "middle.channel": 7})
+    cfg, _ = build_config({"thumb.enabled": False, "index.channel": 0, "middle.channel": 7, "board_channels": 8})
     assert cfg.names == FINGER_NAMES[1:] and cfg.channels == (0, 7, 3, 4)
 
 
