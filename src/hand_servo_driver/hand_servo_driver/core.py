@@ -188,6 +188,8 @@ class DriverCore:
         #: after a link (re)open: no pulses until a STATUS tells where the board's outputs are
         self.awaiting_status = False
         self._outcomes: deque[bool] = deque(maxlen=LOSS_WINDOW)
+        self._frames_seen: int | None = None  # the board's ``frames`` counter in its last STATUS
+        self._boot_check = False  # the first STATUS after a link (re)open may reveal a missed boot
         self.stats = DriverStats()
         self.limiter = RateLimiter(config.rates_us(), config.safe_pulses(), config.max_step_s)
         self.deadband = Deadband(config.deadbands_us())
@@ -289,6 +291,7 @@ class DriverCore:
         self.outstanding.clear()
         self._pulses_by_seq.clear()
         self.awaiting_status = self.expect_acks  # a dry run has no board to ask
+        self._boot_check = self._frames_seen is not None
         self._resync(now, count=False)  # until the board says otherwise: ramp from the safe pose
         self._safe_pending = self._commanded_safe
         self.last_tx_t = -math.inf  # heartbeat at once: ask for a STATUS
@@ -311,6 +314,7 @@ class DriverCore:
             return
         self.board = s
         self.last_status_t = now
+        self._count_missed_boot(s)
         if s.ack_type == 0:
             if s.result == p.Result.BOOT:
                 self.stats.board_boots += 1
@@ -360,6 +364,23 @@ class DriverCore:
         return ((n - sum(self._outcomes)) / n if n else 0.0), n
 
     # --- internals ---------------------------------------------------------------------------------
+    def _count_missed_boot(self, s: p.Status) -> None:
+        """pyserial's ``open()`` flushes the input (``serialposix.Serial.open`` calls
+        ``_reset_input_buffer``), so a BOOT sent before the port opened is never read. The first
+        STATUS after a reopen still tells: a board that restarted counts its frames from 0
+        again, so its ``frames`` counter is below the last one seen (link down = no frames, so
+        no 16-bit wrap in between)."""
+        frames = s.counters.get("frames")
+        if frames is None:
+            return
+        if s.ack_type == 0 and s.result == p.Result.BOOT:
+            self._boot_check = False
+        elif self._boot_check and self._frames_seen is not None and frames < self._frames_seen:
+            self.stats.board_boots += 1
+            self.acked_pulses = None
+        self._boot_check = False
+        self._frames_seen = frames
+
     def _resume_from_board(self, s: p.Status, now: float) -> None:
         """First STATUS after a link (re)open: start the ramp where the board's outputs are."""
         self.awaiting_status = False

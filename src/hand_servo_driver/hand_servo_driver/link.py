@@ -82,8 +82,9 @@ class SerialLink:
             self._ser = None
             self.last_error = f"cannot open {self.port}: {exc}"
             raise LinkError(self.last_error) from exc
-        # no reset_input_buffer(): the board's BOOT status may already be waiting (the parser
-        # resynchronises on garbage, and a BOOT thrown away left board_boots at 0 after replugs)
+        # no extra reset_input_buffer() (pyserial's open() already flushes the input, which throws
+        # away a BOOT sent before the open: DriverCore counts such a boot from the board's frame
+        # counter instead)
         self.pending = b""
         self.pending_since = None
         self.state = "up"
