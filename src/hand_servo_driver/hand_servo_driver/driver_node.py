@@ -362,7 +362,7 @@ class ServoDriverNode(SafeLifecycleNode):
             "last_acked_seq": core.last_acked_seq if core.last_acked_seq is not None else -1,
             "pulses_sent": st.pulses_sent, "heartbeats_sent": st.heartbeats_sent, "safe_sent": st.safe_sent,
             "board_rejects": st.board_rejects, "last_reject": st.last_reject, "clamped_acks": st.clamped_acks,
-            "board_boots": st.board_boots, "board_watchdog_trips": st.board_watchdog_trips, "resyncs": st.resyncs, "resends": st.resends,
+            "board_boots": st.board_boots, "watchdog_trips_seen": st.board_watchdog_trips, "resyncs": st.resyncs, "resends": st.resends,
             "stale": core.stale, "stale_events": st.stale_events, "commands": st.commands,
             "commands_ignored": self._ignored, "last_ignored": self._last_ignored,
             "commands_inactive": st.commands_inactive,
