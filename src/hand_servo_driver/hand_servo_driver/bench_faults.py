@@ -103,6 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # 4. unplug 1 s, plug
         rig.start_stream(closed)
         rig.wait_outputs(target, 10.0)
+        _, _, v0 = rig.wait_diag(lambda lvl, m, v: v.get("link") == "up", 5.0)
         rig.board.control("unplug")
         time.sleep(1.0)
         t_plug = time.monotonic()
@@ -113,10 +114,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         rig.stop_stream()
         after = rig.frames(t_plug)
         reached = rig.first_output(target, t_plug)
-        _, _, v = rig.wait_diag(lambda lvl, m, v: v.get("link") == "up", 5.0)
+        try:
+            rig.wait_diag(lambda lvl, m, v: v.get("link") == "up" and v["board_boots"] != v0["board_boots"], 5.0)
+        except TimeoutError:
+            pass  # reported below as not counted
+        _, _, v = rig.diag()
         print(f"unplug 1 s -> recovery:                        first frame {1000 * (after[0]['mono'] - t_plug):.0f} ms "
               f"after plug, target again {1000 * (reached['mono'] - t_plug):.0f} ms after plug; driver counted "
-              f"board_boots {v['board_boots']}, reconnects {v['reconnects']}")
+              f"board_boots {v0['board_boots']} -> {v['board_boots']}, reconnects {v0['reconnects']} -> {v['reconnects']}")
 
         # 5. write stalls while following a moving hand
         assert rig.probe.set_parameters(contract.SERVO_DRIVER_NODE, command_timeout_s=1.0,

@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from hand_common import contract
+from hand_servo_driver.driver_node import DIAG_NAME
 from hand_servo_driver.sim_board import SimBoardProcess
 
 PKG_YAML = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "share", "hand_servo_driver", "config",
@@ -253,15 +254,19 @@ class FaultRig:
                 return r
         return None
 
+    def _driver_diags(self) -> list:
+        return [m for m in self.diags if m.status and m.status[0].name == DIAG_NAME]
+
     def diag(self) -> tuple[int, str, dict[str, str]]:
-        s = self.diags[-1].status[0]
+        """(level, message, values) of the driver's newest /diagnostics status."""
+        s = self._driver_diags()[-1].status[0]
         level = s.level[0] if isinstance(s.level, bytes) else s.level
         return level, s.message, {kv.key: kv.value for kv in s.values}
 
     def wait_diag(self, pred, timeout: float = 5.0, what: str = "diagnostics"):
         from hand_common.testing import wait_until
 
-        wait_until(lambda: bool(self.diags) and pred(*self.diag()), timeout, what)
+        wait_until(lambda: bool(self._driver_diags()) and pred(*self.diag()), timeout, what)
         return self.diag()
 
     def wait_outputs(self, want, timeout: float = 5.0) -> None:

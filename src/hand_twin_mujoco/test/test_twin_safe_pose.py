@@ -40,7 +40,7 @@ def test_twin_is_within_3_degrees_of_open_200_ms_after_the_last_command_10_trial
         clock = FakeClock()
         samples = []
         loop = PhysicsLoop(build.sim(), CommandWatchdog(cfg.command_timeout, cfg.safe_flexions),
-                           publish_rate=cfg.publish_rate, on_sample=lambda s, d, c=clock: samples.append((c.t, s, d)),
+                           publish_rate=cfg.publish_rate, on_sample=lambda s, d, c=clock, out=samples: out.append((c.t, s, d)),
                            on_event=lambda lvl, msg: None, clock=clock)
         # 0.6 s of a closed hand at 30 Hz, the last command at a different phase in each trial
         t_end = clock.t + 0.6 + k * 0.0031
