@@ -39,6 +39,7 @@ setup(
             "servo_driver = hand_servo_driver.driver_node:main",
             "sim_board = hand_servo_driver.sim_board:main",
             "bench_driver = hand_servo_driver.bench_driver:main",
+            "bench_faults = hand_servo_driver.bench_faults:main",
         ],
     },
 )

@@ -44,7 +44,7 @@ PARAMS = [
     ("retries", 3, "retries of a missing or corrupted status packet", (0, 10), None),
     ("timeout_ms", 20.0, "wait for a status packet (ms)", (1.0, 500.0), None),
     ("rate", 30.0, "control/read loop rate (Hz)", (1.0, 200.0), None),
-    ("command_timeout", 0.5, "commands older than this are not sent (s)", (0.05, 10.0), None),
+    ("command_timeout", 0.15, "commands older than this are not sent (s; 4.5 frames at 30 Hz)", (0.05, 10.0), None),
     ("model_path", "", "MJCF for limits and the gripper ctrlrange ('' = arm_description)", None, None),
     ("dry_run_log_period", 1.0, "log intended writes at most this often (s)", (0.1, 60.0), None),
     ("diagnostics_period", 1.0, "diagnostics period (s)", (0.1, 60.0), None),

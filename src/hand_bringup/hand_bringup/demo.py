@@ -224,15 +224,31 @@ SERVO_FIELDS = ("frames_sent", "frames_acked", "frames_unacked", "board_rejected
 
 def servo_summary(runner: Runner) -> dict[str, Any]:
     """Frames sent/acked/rejected as the servo driver's /diagnostics last reported them (the board's
-    counters come back in its STATUS replies; see hand_servo_driver's README)."""
+    counters come back in its STATUS replies; see hand_servo_driver's README). With the simulated
+    board, the ``board_*`` counters are the board's own, from its log over the whole run: the
+    driver's last report can precede the board's last events (a watchdog trip after the driver
+    stopped) and a STATUS only carries the counters of the current boot."""
+    out: dict[str, Any] = {}
     for name, entry in runner.diagnostics.items():
         if contract.SERVO_DRIVER_NODE in name:
-            out: dict[str, Any] = {k: entry[k] for k in SERVO_FIELDS if k in entry}
+            out = {k: entry[k] for k in SERVO_FIELDS if k in entry}
             for k, v in out.items():
                 if isinstance(v, str) and v.isdigit():
                     out[k] = int(v)
-            return out | {"status": entry.get("_message")}
-    return {}
+            out["status"] = entry.get("_message")
+            break
+    log = runner.cfg.out_dir / "servo_board_pulses.jsonl"
+    if runner.board is not None and log.exists():
+        from hand_servo_driver.sim_board import summarize_log
+
+        board = summarize_log(str(log))
+        rejected = board["rejected"]
+        out.update(board_watchdog_trips=board["watchdog_trips"], board_boots=board["boots"],
+                   board_rejected_total=board["rejected_frames_or_bytes_total"],
+                   board_crc_errors=rejected.get("crc_errors", 0), board_length_errors=rejected.get("length_errors", 0),
+                   board_range_errors=rejected.get("range_errors", 0), board_clamped=board["frames_clamped"],
+                   board_frames_applied=board["frames_applied"], board_counters_from="board log")
+    return out
 
 
 def calibration_summary(cal: LiveCalibration, runner: Runner,

@@ -59,7 +59,7 @@ class CommanderConfig:
 
     upper: tuple[float, ...]
     deadband: tuple[float, ...] = (0.005,) * 5
-    command_timeout: float = 0.5
+    command_timeout: float = 0.15
     safe_flexions: tuple[float, ...] = field(default=(0.0,) * 5)
 
     def __post_init__(self) -> None:

@@ -47,7 +47,7 @@ class GzCommanderNode(SafeLifecycleNode):
         declare(self, "deadband", [0.005] * 5, "Per finger (thumb..pinky), flexion units in [0, 1): a command within "
                 "this of the value last sent for that finger is not re-sent; exact 0 and 1 always are.",
                 array_type=float)
-        declare(self, "command_timeout", 0.5, "s without a command for a hand before its safe pose is sent (once).",
+        declare(self, "command_timeout", 0.15, "s without a command for a hand before its safe pose is sent (once).",
                 range=(0.02, 60.0))
         declare(self, "safe_flexions", [0.0] * 5, "Safe pose per finger (0 = open), sent when commands go stale "
                 "and on deactivate/shutdown.", array_type=float)

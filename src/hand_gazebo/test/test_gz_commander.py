@@ -63,7 +63,9 @@ def test_flexion_to_angle_deadband_and_stale_safe_pose(upper):
 
 def test_commander_node_sends_only_changes_and_the_safe_pose(tmp_path, upper):
     node = NodeProcess.module("hand_gazebo.commander_node", "--ros-args", "--params-file", CONFIG,
-                              "-p", "diagnostics_period:=0.2", log_path=str(tmp_path / "gz_commander.log"))
+                              "-p", "diagnostics_period:=0.2",
+                              "-p", "command_timeout:=0.5",  # this process paces 30 Hz with sleeps: room for hiccups
+                              log_path=str(tmp_path / "gz_commander.log"))
     probe = RosProbe("gz_commander_probe")
     try:
         listed = probe.call(ListParameters, f"/{NODE}/list_parameters", ListParameters.Request(), timeout=30)

@@ -12,14 +12,20 @@ commands, time and the board's STATUS frames and writes the frames it returns. R
   ``heartbeat_period_s`` keeps the board's watchdog fed.
 - The newest command older than ``command_timeout_s`` → the safe pose (or detach), once, not rate
   limited; the limiter restarts from the safe pose when fresh commands come back.
-- The board (re)booted, tripped its watchdog, or the link came back → the board's outputs are at
-  its safe pose or detached: the driver assumes the safe pose and ramps from there.
+- The board (re)booted or tripped its watchdog → its outputs are at its safe pose or detached:
+  the driver ramps from the safe pose.
+- The link came back → no pulse goes out until the board's first STATUS says where its outputs
+  are: BOOT, detached or SAFE → ramp from the safe pose; still attached → the board still holds
+  the last SET_PULSES it acknowledged (:attr:`DriverCore.acked_pulses`), and the ramp resumes from
+  there under the rate limit. A reconnect never jumps the servos to the safe pose.
+- Loss rate: the share of frames not acknowledged among the last :data:`LOSS_WINDOW` resolved
+  frames (:meth:`DriverCore.loss_rate`), reported by the node's diagnostics.
 """
 
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -35,6 +41,8 @@ from hand_servo_driver.calibration import (
 from hand_servo_driver.motion import Deadband, RateLimiter
 
 SAFE_MODES = ("pose", "detach")
+#: Frames (acknowledged or lost) over which :meth:`DriverCore.loss_rate` is computed.
+LOSS_WINDOW = 100
 
 
 class DriverConfigError(ValueError):
@@ -71,7 +79,7 @@ class DriverConfig:
 
     servos: tuple[ServoSettings, ...]
     us_per_degree: float = SG90_US_PER_DEGREE
-    command_timeout_s: float = 0.5
+    command_timeout_s: float = 0.15
     heartbeat_period_s: float = 0.1
     safe_mode: str = "pose"
     safe_flexion: float = 0.0
@@ -143,6 +151,7 @@ class DriverStats:
     commands: int = 0
     commands_inactive: int = 0
     bad_frames_in: int = 0
+    resumes: int = 0  #: reconnects that resumed from the board's acknowledged pulses (no jump)
     last_reject: str = ""
     last_reject_t: float = -math.inf
     last_clamp_t: float = -math.inf
@@ -172,6 +181,15 @@ class DriverCore:
         self.board: p.Status | None = None
         self.last_status_t: float | None = None
         self.last_acked_seq: int | None = None
+        #: pulses (µs) of the last SET_PULSES the board acknowledged as applied; None = unknown,
+        #: detached or after a boot
+        self.acked_pulses: tuple[int, ...] | None = None
+        self._pulses_by_seq: dict[int, tuple[int, ...]] = {}
+        #: after a link (re)open: no pulses until a STATUS tells where the board's outputs are
+        self.awaiting_status = False
+        self._outcomes: deque[bool] = deque(maxlen=LOSS_WINDOW)
+        self._frames_seen: int | None = None  # the board's ``frames`` counter in its last STATUS
+        self._boot_check = False  # the first STATUS after a link (re)open may reveal a missed boot
         self.stats = DriverStats()
         self.limiter = RateLimiter(config.rates_us(), config.safe_pulses(), config.max_step_s)
         self.deadband = Deadband(config.deadbands_us())
@@ -251,7 +269,7 @@ class DriverCore:
                     self.stale = True
                     self.stats.stale_events += 1
                     frames.append(self.safe_frame(now))
-            else:
+            elif not self.awaiting_status:
                 self.stale = False
                 dt = 0.0 if self._drive_t is None else now - self._drive_t
                 self._drive_t = now
@@ -266,17 +284,22 @@ class DriverCore:
         return frames
 
     def on_link_up(self, now: float) -> None:
-        """The port (re)opened: the board may have rebooted (detached); ramp from the safe pose.
-        If the last thing commanded was the safe pose/detach, it is sent again (it may have been
-        lost with the link)."""
+        """The port (re)opened. The board may have rebooted (detached) or still hold the last
+        pulses: nothing but heartbeats goes out until its first STATUS (see the module doc). If
+        the last thing commanded was the safe pose/detach, it is sent again (it may have been
+        lost with the link). Without acknowledgements (dry run) the ramp starts at the safe pose."""
         self.outstanding.clear()
-        self._resync(now, count=False)
+        self._pulses_by_seq.clear()
+        self.awaiting_status = self.expect_acks  # a dry run has no board to ask
+        self._boot_check = self._frames_seen is not None
+        self._resync(now, count=False)  # until the board says otherwise: ramp from the safe pose
         self._safe_pending = self._commanded_safe
         self.last_tx_t = -math.inf  # heartbeat at once: ask for a STATUS
         self._silence_ref = now
 
     def on_link_down(self, now: float) -> None:
         self.outstanding.clear()
+        self._pulses_by_seq.clear()
         self.last_sent = None
 
     def on_frame(self, frame: p.Frame, now: float) -> None:
@@ -291,14 +314,21 @@ class DriverCore:
             return
         self.board = s
         self.last_status_t = now
+        self._count_missed_boot(s)
         if s.ack_type == 0:
             if s.result == p.Result.BOOT:
                 self.stats.board_boots += 1
+                self.acked_pulses = None
+                self.awaiting_status = False
                 self._resync(now)
             elif s.result == p.Result.WATCHDOG:
                 self.stats.board_watchdog_trips += 1
+                self.acked_pulses = None
+                self.awaiting_status = False
                 self._resync(now)
             return
+        if self.awaiting_status:
+            self._resume_from_board(s, now)
         if s.ack_seq in self.outstanding:
             while self.outstanding:
                 seq, _ = self.outstanding.popitem(last=False)
@@ -306,7 +336,13 @@ class DriverCore:
                     break
                 self._lost(seq)
             self.stats.frames_acked += 1
+            self._outcomes.append(True)
             self.last_acked_seq = s.ack_seq
+            pulses = self._pulses_by_seq.pop(s.ack_seq, None)
+            if pulses is not None and s.result in (p.Result.OK, p.Result.CLAMPED):
+                self.acked_pulses = pulses
+            elif s.ack_type == p.MsgType.SAFE and s.result == p.Result.OK:
+                self.acked_pulses = None  # detached
         if s.result in (p.Result.BAD_RANGE, p.Result.BAD_LENGTH, p.Result.BAD_TYPE):
             self.stats.board_rejects += 1
             self.stats.last_reject = f"{p.Result(s.result).name} for seq {s.ack_seq} (type 0x{s.ack_type:02X})"
@@ -318,9 +354,45 @@ class DriverCore:
                 and 0 < ((s.ack_seq - self.last_pulses_seq) & 0xFFFF) < 0x8000):
             # acknowledged after our last pulses, yet the watchdog flag is set: a trip we missed
             self.stats.board_watchdog_trips += 1
+            self.acked_pulses = None
             self._resync(now)
 
+    def loss_rate(self) -> tuple[float, int]:
+        """(share of frames lost, frames resolved) over the last :data:`LOSS_WINDOW` frames that
+        were acknowledged or given up (0.0, 0 before any)."""
+        n = len(self._outcomes)
+        return ((n - sum(self._outcomes)) / n if n else 0.0), n
+
     # --- internals ---------------------------------------------------------------------------------
+    def _count_missed_boot(self, s: p.Status) -> None:
+        """pyserial's ``open()`` flushes the input (``serialposix.Serial.open`` calls
+        ``_reset_input_buffer``), so a BOOT sent before the port opened is never read. The first
+        STATUS after a reopen still tells: a board that restarted counts its frames from 0
+        again, so its ``frames`` counter is below the last one seen (link down = no frames, so
+        no 16-bit wrap in between)."""
+        frames = s.counters.get("frames")
+        if frames is None:
+            return
+        if s.ack_type == 0 and s.result == p.Result.BOOT:
+            self._boot_check = False
+        elif self._boot_check and self._frames_seen is not None and frames < self._frames_seen:
+            self.stats.board_boots += 1
+            self.acked_pulses = None
+        self._boot_check = False
+        self._frames_seen = frames
+
+    def _resume_from_board(self, s: p.Status, now: float) -> None:
+        """First STATUS after a link (re)open: start the ramp where the board's outputs are."""
+        self.awaiting_status = False
+        attached = bool(s.flags & p.Flag.ATTACHED)
+        if attached and not s.flags & (p.Flag.SAFE | p.Flag.WATCHDOG) and self.acked_pulses is not None:
+            self.limiter.reset(self.acked_pulses)
+            self._drive_t = None
+            self.last_sent = None  # the first frame re-states (about) the pulses the board holds
+            self.stats.resumes += 1
+        else:
+            self._resync(now, count=False)
+
     def _resync(self, now: float, count: bool = True) -> None:
         if count:
             self.stats.resyncs += 1
@@ -332,6 +404,8 @@ class DriverCore:
         self._commanded_safe = False
         self.stats.pulses_sent += 1
         self.last_pulses_seq = self.seq
+        if self.expect_acks:
+            self._pulses_by_seq[self.seq] = pulses
         return self._frame(p.MsgType.SET_PULSES, now, p.encode_set_pulses, list(zip(self.config.channels, pulses)))
 
     def _frame(self, msg_type: int, now: float, encoder, *args) -> bytes:
@@ -361,6 +435,8 @@ class DriverCore:
         """A frame never acknowledged (corrupted on the wire, or the board missed it). If it was
         the newest SET_PULSES, the board still holds older pulses: send the current ones again."""
         self.stats.frames_unacked += 1
+        self._outcomes.append(False)
+        self._pulses_by_seq.pop(seq, None)
         if seq == self._last_safe_seq and (not self.active or self.stale):
             self._safe_pending = True  # the safe pose/detach itself was lost: send it again
         elif seq == self.last_pulses_seq and self.last_sent is not None:

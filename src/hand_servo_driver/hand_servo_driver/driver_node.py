@@ -23,6 +23,7 @@ import sys
 import time
 from typing import Any
 
+import serial
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import State, TransitionCallbackReturn
@@ -33,15 +34,23 @@ from hand_common.node_tools import SafeLifecycleNode, declare, run
 from hand_servo_driver import protocol as p
 from hand_servo_driver.core import DriverConfigError, DriverCore
 from hand_servo_driver.link import LinkError, SerialLink
-from hand_servo_driver.parameters import PARAM_BY_NAME, PARAMS, build_config
+from hand_servo_driver.parameters import PARAM_BY_NAME, PARAMS, build_config, cross_parameter_problems
 
 DIAG_NAME = "servo_driver: serial link"
 #: A board rejection (ERROR) or clamping (WARN) is reported for this long after it happened (s).
 RECENT_S = 5.0
+#: Share of frames not acknowledged (over the last ``core.LOSS_WINDOW``) that makes diagnostics
+#: WARN / ERROR, once at least LOSS_MIN_FRAMES were resolved.
+LOSS_WARN = 0.05
+LOSS_ERROR = 0.20
+LOSS_MIN_FRAMES = 20
 
 
 class ServoDriverNode(SafeLifecycleNode):
     """See the module docstring."""
+
+    #: how the port is opened (pyserial; the fault-injection harness wraps it)
+    opener = staticmethod(serial.Serial)
 
     def __init__(self, **kwargs: Any):
         super().__init__(contract.SERVO_DRIVER_NODE, **kwargs)
@@ -62,6 +71,8 @@ class ServoDriverNode(SafeLifecycleNode):
         self._link_was_up = False
         self._dry_pending = ""
         self._dry_logged_t = 0.0
+        self._board_checked = False
+        self._board_problems: list[str] = []
         self._t0 = time.monotonic()
 
     # --- parameters ----------------------------------------------------------------------------------
@@ -75,7 +86,7 @@ class ServoDriverNode(SafeLifecycleNode):
         if not changes:
             return SetParametersResult(successful=True)
         try:
-            cfg, _ = build_config(self._values(changes))
+            cfg, _ = build_config(self._values(changes), *self._board_facts())
         except (DriverConfigError, ValueError, TypeError) as exc:
             return SetParametersResult(successful=False, reason=str(exc))
         later = sorted(n for n in changes if not PARAM_BY_NAME[n].live)
@@ -84,6 +95,24 @@ class ServoDriverNode(SafeLifecycleNode):
                 self.get_logger().info(f"{', '.join(later)} will apply at the next configure")
             self._pending_config = cfg
         return SetParametersResult(successful=True)
+
+    def _board_facts(self) -> tuple[int | None, float | None]:
+        """(channels, watchdog s) the connected board reported, or (None, None)."""
+        core = self._core
+        if core is None or core.board is None:
+            return None, None
+        return core.board.channels, core.board.watchdog_ms / 1000.0
+
+    def _check_board_against_parameters(self) -> None:
+        """Once per (re)connection: the board's own channel count and watchdog against the rules."""
+        channels, watchdog = self._board_facts()
+        if channels is None or self._board_checked:
+            return
+        self._board_checked = True
+        problems = cross_parameter_problems(self._values(), channels, watchdog)
+        self._board_problems = problems
+        for why in problems:
+            self.get_logger().error(f"the connected board contradicts the parameters: {why}")
 
     # --- lifecycle -------------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:
@@ -95,11 +124,12 @@ class ServoDriverNode(SafeLifecycleNode):
         self._settings = settings
         if not settings.dry_run:
             link = SerialLink(settings.port, settings.baud, settings.write_timeout_s, settings.reconnect_min_s,
-                              settings.reconnect_max_s)
+                              settings.reconnect_max_s, opener=self.opener)
             try:
                 link.open_with_retry(settings.connect_timeout_s)
             except LinkError as exc:
-                self.get_logger().error(f"configure failed: {exc} (tried for {settings.connect_timeout_s:.1f} s)")
+                # the message says how many attempts over how long (connect_timeout_s is honoured)
+                self.get_logger().error(f"configure failed: {exc}; connect_timeout_s {settings.connect_timeout_s:g} s")
                 return TransitionCallbackReturn.FAILURE
             self._link = link
             self._link_was_up = True
@@ -107,6 +137,8 @@ class ServoDriverNode(SafeLifecycleNode):
         else:
             self.get_logger().info("dry run: no port; intended pulses are logged")
         self._core = DriverCore(cfg, expect_acks=not settings.dry_run)
+        self._board_checked = False
+        self._board_problems = []
         self._parser = p.Parser()
         self._core.on_link_up(time.monotonic())
         self._diag_pub = self.create_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, contract.qos(contract.STREAM))
@@ -214,6 +246,7 @@ class ServoDriverNode(SafeLifecycleNode):
             if link.maybe_reconnect(now):
                 self._parser.reset()
                 core.on_link_up(now)
+                self._board_checked = False
                 self._link_was_up = True
                 self.get_logger().info(f"serial link back on {link.port} (reconnect #{link.reconnects})")
                 self._publish_diagnostics()
@@ -222,6 +255,13 @@ class ServoDriverNode(SafeLifecycleNode):
                 ms = self._now_ms(now)
                 for frame in self._parser.feed(data, ms) + self._parser.expire(ms):
                     core.on_frame(frame, now)
+                self._check_board_against_parameters()
+                link.flush()
+                stalled = link.stalled_s(now)
+                if stalled > link.write_timeout_s and core.board_silent(now):
+                    # the port takes no bytes *and* the board stopped answering: that is a lost link
+                    link.fail(f"write stalled for {stalled:.2f} s and no STATUS for more than "
+                              f"{core.config.ack_timeout_s:g} s")
         if not self._can_send():
             self._check_link_down()
             return  # nothing can go out; the board's own watchdog keeps it safe
@@ -277,6 +317,7 @@ class ServoDriverNode(SafeLifecycleNode):
         now = time.monotonic()
         st = core.stats
         level, message = DiagnosticStatus.OK, ""
+        loss, loss_n = core.loss_rate()
         state = self.lifecycle_state
         if settings.dry_run:
             message = "dry run: no port, intended pulses logged"
@@ -287,6 +328,12 @@ class ServoDriverNode(SafeLifecycleNode):
         elif core.board_silent(now):
             level = DiagnosticStatus.WARN
             message = f"no STATUS from the board for more than {core.config.ack_timeout_s} s (wrong port or baud?)"
+        elif loss_n >= LOSS_MIN_FRAMES and loss >= LOSS_ERROR:
+            level = DiagnosticStatus.ERROR
+            message = f"{loss:.0%} of the last {loss_n} frames not acknowledged (noisy or failing link)"
+        elif self._board_problems:
+            level = DiagnosticStatus.ERROR
+            message = "board contradicts the parameters: " + "; ".join(self._board_problems)
         elif now - st.last_reject_t < RECENT_S:
             level = DiagnosticStatus.ERROR
             message = f"board rejected {st.board_rejects} frame(s), last {st.last_reject}: configuration mismatch?"
@@ -299,6 +346,9 @@ class ServoDriverNode(SafeLifecycleNode):
         elif core.board is not None and core.board.flags & p.Flag.WATCHDOG:
             level = DiagnosticStatus.WARN
             message = "board watchdog tripped: outputs at the board's safe pose"
+        elif loss_n >= LOSS_MIN_FRAMES and loss >= LOSS_WARN:
+            level = DiagnosticStatus.WARN
+            message = f"{loss:.0%} of the last {loss_n} frames not acknowledged"
         elif now - st.last_clamp_t < RECENT_S:
             level = DiagnosticStatus.WARN
             message = "board clamped pulses: the driver's pulse range is wider than the firmware's (config.h)"
@@ -312,7 +362,7 @@ class ServoDriverNode(SafeLifecycleNode):
             "last_acked_seq": core.last_acked_seq if core.last_acked_seq is not None else -1,
             "pulses_sent": st.pulses_sent, "heartbeats_sent": st.heartbeats_sent, "safe_sent": st.safe_sent,
             "board_rejects": st.board_rejects, "last_reject": st.last_reject, "clamped_acks": st.clamped_acks,
-            "board_boots": st.board_boots, "board_watchdog_trips": st.board_watchdog_trips, "resyncs": st.resyncs, "resends": st.resends,
+            "board_boots": st.board_boots, "watchdog_trips_seen": st.board_watchdog_trips, "resyncs": st.resyncs, "resends": st.resends,
             "stale": core.stale, "stale_events": st.stale_events, "commands": st.commands,
             "commands_ignored": self._ignored, "last_ignored": self._last_ignored,
             "commands_inactive": st.commands_inactive,
@@ -321,6 +371,10 @@ class ServoDriverNode(SafeLifecycleNode):
             "reconnects": link.reconnects if link else 0, "link_errors": link.errors if link else 0,
             "last_link_error": link.last_error if link else "",
             "bytes_out": link.bytes_out if link else 0, "bytes_in": link.bytes_in if link else 0,
+            "loss_rate": f"{loss:.3f}", "loss_window_frames": loss_n, "resumes": st.resumes,
+            "awaiting_status": core.awaiting_status,
+            "write_stalls": link.write_stalls if link else 0, "tx_dropped": link.tx_dropped if link else 0,
+            "pending_bytes": len(link.pending) if link else 0,
         }
         if core.board is not None:
             b = core.board

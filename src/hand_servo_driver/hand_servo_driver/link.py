@@ -1,4 +1,17 @@
-"""The serial port with reconnection: pyserial, non-blocking reads, bounded writes, backoff. No rclpy.
+"""The serial port with reconnection: pyserial, non-blocking reads and writes, backoff. No rclpy.
+
+Writes never block and a slow write is not a lost link. pyserial 3.5's ``Serial.write`` with a
+``write_timeout`` raises ``SerialTimeoutException('Write timeout')`` whenever the call took longer
+than the timeout, *even after ``os.write`` accepted every byte* (it checks ``timeout.expired()``
+after the write): a descheduled process or a busy USB bus looks like a dead port, and the
+reopen that followed reset an Arduino UNO. Here the port is opened with ``write_timeout=0`` and
+bytes go out with one ``os.write`` on the (non-blocking) descriptor; what the OS does not take
+waits in a bounded outgoing buffer (:attr:`SerialLink.max_pending_bytes`; whole frames that do
+not fit are dropped and counted in :attr:`SerialLink.tx_dropped`). The link is lost only when
+the port itself fails (an OS/serial error, the device gone) or when the caller decides so from
+the board's acknowledgements (:meth:`SerialLink.fail`, e.g. bytes stuck for ``write_timeout_s``
+*and* no STATUS from the board). :attr:`SerialLink.write_stalls` counts writes that found bytes
+still pending for longer than ``write_timeout_s``.
 
 States: ``closed`` (not opened, or closed on purpose), ``up`` (open and working), ``down`` (an
 I/O error or an unplug closed it; :meth:`SerialLink.maybe_reconnect` retries with exponential
@@ -9,6 +22,9 @@ the link ``down``.
 
 from __future__ import annotations
 
+import errno
+import os
+import select
 import time
 from collections.abc import Callable
 
@@ -21,11 +37,13 @@ class LinkError(RuntimeError):
 
 class SerialLink:
     """One serial port. ``port``: device path (a symlink to a pty works); ``baud``: bits/s;
-    ``write_timeout_s``: a write that cannot complete within this fails (board not reading)."""
+    ``write_timeout_s``: bytes the OS has not taken for this long make a *stall* (counted, see
+    :meth:`stalled_s`), not a failure; ``max_pending_bytes``: bound of the outgoing buffer."""
 
     def __init__(self, port: str, baud: int = 115200, write_timeout_s: float = 0.05,
                  reconnect_min_s: float = 0.2, reconnect_max_s: float = 2.0,
-                 opener: Callable[..., serial.Serial] = serial.Serial):
+                 opener: Callable[..., serial.Serial] = serial.Serial, max_pending_bytes: int = 1024,
+                 clock: Callable[[], float] = time.monotonic):
         self.port = port
         self.baud = int(baud)
         self.write_timeout_s = float(write_timeout_s)
@@ -41,6 +59,12 @@ class SerialLink:
         self.next_retry_t = 0.0
         self.bytes_out = 0
         self.bytes_in = 0
+        self.max_pending_bytes = int(max_pending_bytes)
+        self.pending = b""
+        self.pending_since: float | None = None  #: when the oldest pending byte was queued (clock)
+        self.tx_dropped = 0  #: whole frames dropped because the outgoing buffer was full
+        self.write_stalls = 0  #: writes that found bytes pending longer than write_timeout_s
+        self._clock = clock
 
     @property
     def up(self) -> bool:
@@ -50,32 +74,43 @@ class SerialLink:
         """Open the port once; LinkError if it cannot be opened."""
         self._close_port()
         try:
+            # write_timeout=0: pyserial's non-blocking write (one os.write, returns the count);
+            # a timed write raises "Write timeout" after all bytes went out (see the module doc)
             self._ser = self._opener(port=self.port, baudrate=self.baud, timeout=0,
-                                     write_timeout=self.write_timeout_s, exclusive=True)
+                                     write_timeout=0, exclusive=True)
         except (serial.SerialException, OSError, ValueError) as exc:
             self._ser = None
             self.last_error = f"cannot open {self.port}: {exc}"
             raise LinkError(self.last_error) from exc
-        try:
-            self._ser.reset_input_buffer()
-        except (serial.SerialException, OSError):
-            pass
+        # no extra reset_input_buffer() (pyserial's open() already flushes the input, which throws
+        # away a BOOT sent before the open: DriverCore counts such a boot from the board's frame
+        # counter instead)
+        self.pending = b""
+        self.pending_since = None
         self.state = "up"
         self.backoff_s = self.reconnect_min_s
 
     def open_with_retry(self, timeout_s: float, clock: Callable[[], float] = time.monotonic,
                         sleep: Callable[[float], None] = time.sleep) -> None:
-        """Keep trying to open for up to ``timeout_s`` (the device may still be appearing)."""
-        end = clock() + timeout_s
+        """Keep trying to open for ``timeout_s`` (the device may still be appearing): attempts
+        back off from ``reconnect_min_s`` and the last one is made when ``timeout_s`` has passed,
+        so a failure really tried for the whole time. LinkError (naming the port, the attempts
+        and the time tried) if it never opened."""
+        start = clock()
+        end = start + max(0.0, float(timeout_s))
         delay = self.reconnect_min_s
+        attempts = 0
         while True:
+            attempts += 1
             try:
                 self.open()
                 return
-            except LinkError:
-                if clock() + delay > end:
-                    raise
-                sleep(delay)
+            except LinkError as exc:
+                now = clock()
+                if now >= end:
+                    self.last_error = f"{exc} ({attempts} attempt(s) over {now - start:.2f} s)"
+                    raise LinkError(self.last_error) from exc
+                sleep(min(delay, end - now))
                 delay = min(delay * 2, self.reconnect_max_s)
 
     def read(self) -> bytes:
@@ -91,18 +126,75 @@ class SerialLink:
         return data
 
     def write(self, data: bytes) -> bool:
-        """Write all of ``data``; False (link down) on any error or a write timeout."""
+        """Queue ``data`` (one whole frame) and send what the OS takes now, without blocking.
+
+        Returns False if the link is not up, if an OS/serial error took it down, or if the frame
+        was dropped because ``max_pending_bytes`` were already waiting (counted in
+        :attr:`tx_dropped`; the driver's acknowledgement check then resends what matters). A
+        slow or partial write is *not* an error: the rest goes out at the next :meth:`write` or
+        :meth:`flush`."""
         if not self.up:
             return False
+        if self.pending and len(self.pending) + len(data) > self.max_pending_bytes:
+            self.flush()
+            if not self.up:
+                return False
+            if self.pending and len(self.pending) + len(data) > self.max_pending_bytes:
+                self.tx_dropped += 1
+                return False
+        if not self.pending:
+            self.pending_since = self._clock()
+        elif self.stalled_s() > self.write_timeout_s:
+            self.write_stalls += 1
+        self.pending += data
+        self.flush()
+        return self.up
+
+    def flush(self) -> int:
+        """Send pending bytes the OS accepts now (never blocks); returns how many went out. An
+        OS/serial error other than "would block" takes the link down."""
+        if not self.up or not self.pending:
+            return 0
         try:
-            n = self._ser.write(data)
-            if n != len(data):
-                raise serial.SerialException(f"short write {n}/{len(data)}")
-        except (serial.SerialException, serial.SerialTimeoutException, OSError, TypeError, AttributeError) as exc:
+            n = self._raw_write(self.pending)
+        except (serial.SerialException, OSError, TypeError, AttributeError, ValueError) as exc:
             self._fail(f"write failed: {exc}")
-            return False
-        self.bytes_out += len(data)
-        return True
+            return 0
+        if n:
+            self.bytes_out += n
+            self.pending = self.pending[n:]
+            self.pending_since = self._clock() if self.pending else None
+        return n
+
+    def stalled_s(self, now: float | None = None) -> float:
+        """How long the oldest pending byte has waited for the OS (s; 0 when nothing waits)."""
+        if self.pending_since is None or not self.pending:
+            return 0.0
+        return max(0.0, (self._clock() if now is None else now) - self.pending_since)
+
+    def _raw_write(self, data: bytes) -> int:
+        ser = self._ser
+        try:
+            fd = ser.fileno()
+        except (AttributeError, serial.SerialException, OSError, ValueError):
+            fd = None
+        if fd is None or not isinstance(fd, int):
+            return int(ser.write(data) or 0)  # a port without a descriptor: pyserial's write_timeout=0 path
+        _, ready, _ = select.select([], [fd], [], 0)
+        if not ready:
+            return 0
+        try:
+            return os.write(fd, data)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR):
+                return 0
+            raise
+
+    def fail(self, why: str) -> None:
+        """Declare the link lost (the caller's judgement, e.g. bytes stuck and the board silent):
+        the port is closed and reconnection starts with the backoff."""
+        if self.up:
+            self._fail(why)
 
     def maybe_reconnect(self, now: float) -> bool:
         """While down, retry the open when the backoff allows; True if the link just came back."""
@@ -126,9 +218,11 @@ class SerialLink:
         self.errors += 1
         self.last_error = f"{self.port}: {why}"
         self._close_port()
+        self.pending = b""
+        self.pending_since = None
         self.state = "down"
         self.backoff_s = self.reconnect_min_s
-        self.next_retry_t = time.monotonic() + self.backoff_s
+        self.next_retry_t = self._clock() + self.backoff_s
 
     def _close_port(self) -> None:
         if self._ser is not None:

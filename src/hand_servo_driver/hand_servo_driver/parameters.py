@@ -44,18 +44,20 @@ GLOBAL_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("port", "/dev/ttyACM0", "Serial device of the board (a pty link for sim_board). Applies at configure."),
     ParamSpec("baud", 115200, "Serial bit rate; must match the firmware's HSB_BAUD. Applies at configure.",
               (1200, 4000000)),
-    ParamSpec("write_timeout_s", 0.05, "A write that cannot complete within this fails and takes the link down (s).",
+    ParamSpec("write_timeout_s", 0.05, "Bytes the OS has not taken for this long are a write stall (counted); "
+              "the link is declared lost only if the board also sent no STATUS for ack_timeout_s (s).",
               (0.001, 5.0)),
-    ParamSpec("connect_timeout_s", 3.0, "on_configure keeps trying to open the port this long before it fails (s).",
-              (0.0, 60.0)),
+    ParamSpec("connect_timeout_s", 3.0, "on_configure keeps trying to open the port this long before it fails; "
+              "the last attempt is made when it has passed (s).", (0.0, 60.0)),
     ParamSpec("reconnect_min_s", 0.2, "First retry delay after the link went down (s); doubles up to reconnect_max_s.",
               (0.01, 60.0)),
     ParamSpec("reconnect_max_s", 2.0, "Longest retry delay while the device is gone (s).", (0.01, 600.0)),
     ParamSpec("rate_hz", 50.0, "Control loop rate: rate limiter steps, heartbeats, stale check, link I/O (Hz). "
               "Applies at configure.", (1.0, 500.0)),
-    ParamSpec("command_timeout_s", 0.5, "A command older than this is stale: the servos go to the safe pose (s).",
-              (0.02, 60.0), live=True),
-    ParamSpec("heartbeat_period_s", 0.1, "Longest silence on the wire; keep well below the board watchdog (s).",
+    ParamSpec("command_timeout_s", 0.15, "A command older than this is stale: the servos go to the safe pose (s). "
+              "Default: 4.5 frame periods at 30 Hz, so the safe pose is out within 0.2 s; at least two control "
+              "periods (1/rate_hz).", (0.02, 60.0), live=True),
+    ParamSpec("heartbeat_period_s", 0.1, "Longest silence on the wire; at most half the board watchdog (s).",
               (0.01, 10.0), live=True),
     ParamSpec("ack_timeout_s", 0.5, "A frame without STATUS within this counts as unacknowledged (s).",
               (0.01, 10.0), live=True),
@@ -67,6 +69,11 @@ GLOBAL_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("us_per_degree", SG90_US_PER_DEGREE, "Pulse µs per degree of horn travel (SG90: 2000 µs / 180°), "
               "converts max_speed_dps and deadband_deg.", (1.0, 50.0), live=True),
     ParamSpec("dry_run", False, "No port: log the pulses that would be sent. Applies at configure."),
+    ParamSpec("board_watchdog_s", 0.5, "The board's watchdog (firmware HSB_WATCHDOG_MS; 0 = disabled), checked "
+              "against heartbeat_period_s when set; the board's own STATUS value takes over once it answered (s).",
+              (0.0, 65.535), live=True),
+    ParamSpec("board_channels", 5, "Servo outputs of the board (firmware HSB_CHANNELS); every channel must be "
+              "below it. The board's own STATUS value takes over once it answered.", (1, 16), live=True),
     ParamSpec("diagnostics_period_s", 1.0, "Period of /diagnostics (also published on every link change) (s).",
               (0.05, 60.0)),
 )
@@ -118,9 +125,45 @@ def defaults() -> dict[str, Any]:
     return {s.name: s.default for s in PARAMS}
 
 
-def build_config(values: Mapping[str, Any]) -> tuple[DriverConfig, LinkSettings]:
+def cross_parameter_problems(values: Mapping[str, Any], board_channels: int | None = None,
+                             board_watchdog_s: float | None = None) -> list[str]:
+    """Rules between parameters (and the board), each broken one as a reason naming them.
+
+    values: ``{name: value}`` (missing names take their defaults). board_channels /
+    board_watchdog_s: what the board reported in its STATUS (None = not known yet: the
+    ``board_channels`` / ``board_watchdog_s`` parameters stand in). Rules: two heartbeats per
+    board watchdog period (``heartbeat_period_s <= board_watchdog_s / 2``, and a heartbeat can only
+    leave at a control tick: ``heartbeat_period_s + 1/rate_hz < board_watchdog_s``); every enabled
+    channel below the board's channel count; ``command_timeout_s`` at least two control periods
+    (the stale check runs at the control rate)."""
+    v = {**defaults(), **values}
+    problems: list[str] = []
+    wd, wd_src = ((float(board_watchdog_s), "the board reports") if board_watchdog_s is not None
+                  else (float(v["board_watchdog_s"]), "board_watchdog_s"))
+    hb, tick = float(v["heartbeat_period_s"]), 1.0 / float(v["rate_hz"])
+    if wd > 0 and (hb > wd / 2 or hb + tick >= wd):
+        problems.append(f"heartbeat_period_s {hb:g} s is too long for a board watchdog of {wd:g} s ({wd_src}): "
+                        f"need at most {wd / 2:g} s (two heartbeats per watchdog period), else holding a pose "
+                        "trips the watchdog")
+    nch, nch_src = ((int(board_channels), "the board reports") if board_channels is not None
+                    else (int(v["board_channels"]), "board_channels"))
+    for name in FINGER_NAMES:
+        if v[f"{name}.enabled"] and int(v[f"{name}.channel"]) >= nch:
+            problems.append(f"{name}.channel {int(v[f'{name}.channel'])} does not exist on a {nch}-channel board "
+                            f"({nch_src}; channels 0..{nch - 1})")
+    ct = float(v["command_timeout_s"])
+    if ct < 2 * tick:
+        problems.append(f"command_timeout_s {ct:g} s is shorter than two control periods ({2 * tick:g} s at "
+                        f"rate_hz {float(v['rate_hz']):g}): fresh commands would look stale")
+    return problems
+
+
+def build_config(values: Mapping[str, Any], board_channels: int | None = None,
+                 board_watchdog_s: float | None = None) -> tuple[DriverConfig, LinkSettings]:
     """Configs from parameter values (missing names take their defaults). Raises
-    DriverConfigError naming the offending parameter(s)."""
+    DriverConfigError naming the offending parameter(s), including every broken rule of
+    :func:`cross_parameter_problems` (board_channels / board_watchdog_s: the board's reported
+    values, when known)."""
     v = {**defaults(), **values}
     servos = []
     for name in FINGER_NAMES:
@@ -139,6 +182,9 @@ def build_config(values: Mapping[str, Any]) -> tuple[DriverConfig, LinkSettings]
         heartbeat_period_s=float(v["heartbeat_period_s"]), safe_mode=str(v["safe_mode"]),
         safe_flexion=float(v["safe_flexion"]), ack_timeout_s=float(v["ack_timeout_s"]),
         max_step_s=float(v["max_step_s"]))
+    problems = cross_parameter_problems(v, board_channels, board_watchdog_s)
+    if problems:
+        raise DriverConfigError("; ".join(problems))
     if float(v["reconnect_min_s"]) > float(v["reconnect_max_s"]):
         raise DriverConfigError(f"reconnect_min_s {v['reconnect_min_s']} > reconnect_max_s {v['reconnect_max_s']}")
     if not str(v["port"]) and not v["dry_run"]:

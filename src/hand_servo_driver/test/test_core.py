@@ -11,7 +11,7 @@ from hand_common.contract import FINGER_NAMES
 from hand_servo_driver import protocol as p
 from hand_servo_driver.board import Board, BoardConfig
 from hand_servo_driver.calibration import SG90_US_PER_DEGREE, ServoCalibration
-from hand_servo_driver.core import DriverConfig, DriverConfigError, DriverCore, ServoSettings
+from hand_servo_driver.core import LOSS_WINDOW, DriverConfig, DriverConfigError, DriverCore, ServoSettings
 
 RATE_DPS = 180.0
 RATE_US = RATE_DPS * SG90_US_PER_DEGREE  # 2000 µs/s
@@ -180,7 +180,7 @@ def test_inverted_servo_and_curve():
 
 
 def test_lost_pulses_frame_is_sent_again():
-    lp = Loop(config(max_speed_dps=1e5))  # no ramp: one frame per target
+    lp = Loop(config(max_speed_dps=1e5, command_timeout_s=0.5))  # no ramp: one frame per target
     lp.core.activate()
     lp.run(0.1, flex(0.2, 0.2, 0.2, 0.2, 0.2))
     assert lp.board.outputs == [1200] * 5
@@ -272,3 +272,109 @@ def test_config_validation_messages():
         ServoSettings(ServoCalibration("a", 1), max_speed_dps=0.0)
     with pytest.raises(DriverConfigError, match="command_timeout_s"):
         config(command_timeout_s=math.nan)
+
+
+def _board_jumps(board_events, limit):
+    """Largest per-frame output change between accepted frames (µs), detached outputs skipped."""
+    worst, prev = 0, None
+    for ev in board_events:
+        out = ev.outputs
+        if prev is not None and out is not None:
+            worst = max([worst] + [abs(b - a) for a, b in zip(prev, out) if a is not None and b is not None])
+        prev = out
+    return worst
+
+
+def test_reconnect_to_a_board_that_kept_its_pulses_resumes_without_a_jump():
+    """A false link loss (the board did not reboot, e.g. no DTR reset): the first STATUS says
+    the board is attached and not safe, so the ramp resumes from the pulses it acknowledged."""
+    lp = Loop(config(command_timeout_s=1.0))
+    lp.core.activate()
+    lp.run(1.0, flex(0.9, 0.9, 0.9, 0.9, 0.9))
+    assert lp.board.outputs == [1900] * 5 and lp.core.acked_pulses == (1900,) * 5
+    lp.board.events.clear()
+    lp.core.on_link_down(lp.t)
+    lp.core.on_link_up(lp.t)  # reopened at once: the board still outputs 1900
+    first = [p.Parser().feed(fr, 0)[0].type for fr in lp.core.step(lp.t)]
+    assert first == [p.MsgType.HEARTBEAT]  # nothing but a heartbeat until the board answers
+    lp.send([])
+    lp.run(0.5, flex(0.3, 0.3, 0.3, 0.3, 0.3))  # and the hand moves on meanwhile
+    outs = [ev.outputs for ev in lp.board.events if ev.kind == "frame" and ev.msg == "set_pulses"]
+    assert outs and 1000 not in outs[0]  # never the safe pose in one frame
+    assert _board_jumps(lp.board.events, 0) <= RATE_US * DT + 1  # one control period of the rate limit
+    assert lp.board.outputs == [1300] * 5
+    assert lp.core.stats.resumes == 1 and lp.core.stats.board_boots == 1  # the first boot only
+
+
+def test_reconnect_after_a_board_watchdog_trip_ramps_from_its_safe_pose():
+    lp = Loop(config(command_timeout_s=2.0), BoardConfig(channels=5, watchdog_ms=300))
+    lp.core.activate()
+    lp.run(1.0, flex(1, 1, 1, 1, 1))
+    lp.core.on_link_down(lp.t)
+    lp.connected = False
+    lp.run(0.4, board_only=True)  # link down long enough for the board's watchdog
+    lp.waiting = []  # its WATCHDOG status was lost with the link
+    assert lp.board.outputs == [1000] * 5
+    lp.connected = True
+    lp.core.on_link_up(lp.t)
+    lp.board.events.clear()
+    lp.run(0.1, flex(1, 1, 1, 1, 1))
+    assert lp.core.stats.resumes == 0  # flags SAFE|WATCHDOG: not resumed from 2000
+    assert 1000 < lp.board.outputs[0] <= 1000 + RATE_US * 0.1 + 1
+    assert _board_jumps(lp.board.events, 0) <= RATE_US * DT + 1
+
+
+def test_a_boot_whose_status_was_flushed_is_counted_from_the_frame_counter():
+    lp = Loop(config(command_timeout_s=2.0))
+    lp.core.activate()
+    lp.run(0.5, flex(1, 1, 1, 1, 1))
+    assert lp.core.stats.board_boots == 1
+    for k in range(2):
+        lp.core.on_link_down(lp.t)
+        lp.board = Board(BoardConfig(channels=5), lp.ms())  # replugged; its BOOT status is never read
+        lp.core.on_link_up(lp.t)
+        lp.run(0.3, flex(1, 1, 1, 1, 1))
+        assert lp.core.stats.board_boots == 2 + k
+    # a reopen without a reboot is not a boot
+    lp.core.on_link_down(lp.t)
+    lp.core.on_link_up(lp.t)
+    lp.run(0.3, flex(1, 1, 1, 1, 1))
+    assert lp.core.stats.board_boots == 3 and lp.board.outputs == [2000] * 5
+
+
+def test_loss_rate_over_the_window():
+    lp = Loop(config(max_speed_dps=1e5, command_timeout_s=5.0, ack_timeout_s=0.05))
+    lp.core.activate()
+    assert lp.core.loss_rate() == (0.0, 0)
+    lp.run(0.2, flex(0.5, 0.5, 0.5, 0.5, 0.5))
+    for i in range(40):  # 40 moves, every 4th SET_PULSES corrupted on the wire
+        v = 0.3 + 0.05 * (i % 2)
+        lp.core.command(flex(v, v, v, v, v), lp.t)
+        if i % 4 == 0:
+            lp.corrupt.add(lp.core.seq)
+        lp.send(lp.core.step(lp.t + 0.001))
+        lp.run(0.1, flex(v, v, v, v, v))
+    rate, n = lp.core.loss_rate()
+    lost = lp.core.stats.frames_unacked
+    assert n == min(LOSS_WINDOW, lp.core.stats.frames_acked + lost)
+    assert lost >= 10 and 0.05 < rate < 0.5
+
+
+def test_safe_pose_frame_leaves_within_timeout_plus_one_period_over_10_phases():
+    """10 trials, the last command at different phases of the 50 Hz control tick: the safe pose
+    goes out no later than command_timeout_s + 1/rate_hz (0.15 + 0.02 s) after it."""
+    cfg = config(command_timeout_s=0.15)
+    for k in range(10):
+        core = DriverCore(cfg, expect_acks=False)
+        core.on_link_up(0.0)
+        core.activate()
+        last = 0.1 + 0.002 * k
+        core.command(flex(1, 1, 1, 1, 1), last)
+        t, sent_at = 0.0, None
+        while sent_at is None and t < 1.0:
+            t = round(t + 0.02, 6)
+            for fr in core.step(t):
+                f = p.Parser().feed(fr, 0)[0]
+                if f.type == p.MsgType.SET_PULSES and core.stale:
+                    sent_at = t
+        assert sent_at is not None and 0.15 < sent_at - last <= 0.15 + 0.02 + 1e-9

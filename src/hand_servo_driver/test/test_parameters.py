@@ -72,7 +72,7 @@ def test_bad_values_are_refused_with_the_parameter_name(changes, match):
 
 
 def test_disabled_servo_is_left_out():
-    cfg, _ = build_config({"thumb.enabled": False, "index.channel": 0, "middle.channel": 7})
+    cfg, _ = build_config({"thumb.enabled": False, "index.channel": 0, "middle.channel": 7, "board_channels": 8})
     assert cfg.names == FINGER_NAMES[1:] and cfg.channels == (0, 7, 3, 4)
 
 
@@ -84,3 +84,30 @@ def test_readme_documents_every_parameter():
         if "." in name:
             name = "<finger>." + name.split(".", 1)[1]
         assert f"`{name}`" in readme, f"{name} missing from README.md"
+
+
+@pytest.mark.parametrize("values, reason", [
+    ({"heartbeat_period_s": 0.6}, "heartbeat_period_s 0.6 s is too long for a board watchdog of 0.5 s"),
+    ({"heartbeat_period_s": 2.0}, "heartbeat_period_s 2 s is too long"),
+    ({"heartbeat_period_s": 0.3}, "need at most 0.25 s"),
+    ({"heartbeat_period_s": 0.2, "board_watchdog_s": 0.3}, "board watchdog of 0.3 s (board_watchdog_s)"),
+    ({"thumb.channel": 7}, "thumb.channel 7 does not exist on a 5-channel board"),
+    ({"pinky.channel": 5}, "pinky.channel 5 does not exist"),
+    ({"command_timeout_s": 0.03}, "command_timeout_s 0.03 s is shorter than two control periods"),
+])
+def test_cross_parameter_rules_refuse_with_reasons(values, reason):
+    with pytest.raises(DriverConfigError, match=reason.replace("(", r"\(").replace(")", r"\)")):
+        build_config(values)
+
+
+def test_cross_parameter_rules_accept_and_follow_the_board():
+    build_config({"heartbeat_period_s": 0.25})  # exactly half the watchdog
+    build_config({"heartbeat_period_s": 0.6, "board_watchdog_s": 0.0})  # watchdog disabled
+    build_config({"thumb.channel": 7, "board_channels": 8, "index.channel": 1})
+    build_config({"thumb.channel": 7, "thumb.enabled": False})  # a disabled servo has no channel
+    # the board's STATUS values take over from the stand-in parameters
+    with pytest.raises(DriverConfigError, match="5-channel board \\(the board reports"):
+        build_config({"thumb.channel": 7, "board_channels": 8, "index.channel": 1}, board_channels=5)
+    with pytest.raises(DriverConfigError, match="board watchdog of 0.15 s \\(the board reports\\)"):
+        build_config({}, board_watchdog_s=0.15, board_channels=5)
+    build_config({"heartbeat_period_s": 0.4}, board_watchdog_s=1.0, board_channels=5)

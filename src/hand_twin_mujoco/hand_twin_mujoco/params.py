@@ -50,8 +50,10 @@ PARAMS: tuple[Param, ...] = (
           "s, 5 % settling time of the critically damped 2nd-order filter that turns each flexion command into "
           "a smooth tendon length reference (no whip past joint limits on steps); 0 = raw steps",
           range=(0.0, 0.5), live=True),
-    Param("command_timeout", 0.5,
-          "s without a fresh /hand/target_flexions command before the hand goes to safe_flexions (WARN)",
+    Param("command_timeout", 0.1,
+          "s without a fresh /hand/target_flexions command before the hand goes to safe_flexions (WARN); "
+          "default 3 frame periods at 30 Hz (the tracker publishes every frame, also while it holds a pose): "
+          "opening from a fist takes the physics ~95 ms more, so the hand is open 0.2 s after the last command",
           range=(0.02, 60.0), live=True),
     Param("safe_flexions", [0.0] * len(FINGER_NAMES),
           "flexion per finger (thumb index middle ring pinky, 0 open .. 1 closed) of the safe pose used "

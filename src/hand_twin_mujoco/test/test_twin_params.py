@@ -24,7 +24,7 @@ def test_every_yaml_key_is_declared_and_valid():
     assert set(values) <= set(PARAM_NAMES), set(values) - set(PARAM_NAMES)
     defaults = {p.name: p.default for p in PARAMS}
     cfg = config_from({**defaults, **values})
-    assert cfg.render_rate == 30.0 and cfg.command_timeout == 0.5
+    assert cfg.render_rate == 30.0 and cfg.command_timeout == 0.1
     assert cfg.safe_flexions == (0.0,) * 5
     # the YAML documents every parameter with the declared default
     assert values == defaults
