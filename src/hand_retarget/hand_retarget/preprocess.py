@@ -26,6 +26,11 @@ Steps (:class:`Preprocessor.process`):
    **bone-length calibration** (:class:`BoneCalibrator`): median length per bone over the first
    ``calibration_time`` s (running median until then); the skeleton is rebuilt from the wrist
    outwards with the filtered *directions* and the calibrated *lengths*.
+   With ``open_pose`` the operator's *open* hand is calibrated too: the mean direction of every
+   bone over the same window (the operator holds the hand open, relaxed, while calibrating) is
+   turned onto the direction of the same bone in the robot's rest pose, and every later frame's
+   bone directions get the same fixed rotation (:func:`open_rotations`): a relaxed open hand then
+   drives the robot to its rest pose (a flat URDF hand at q = 0) and flexions count from there.
 6. **Scaling** to the robot: ``scale`` > 0 fixed, 0 = automatic (robot hand size / calibrated
    human hand size, sizes = sum of the 20 bone lengths).
 """
@@ -102,10 +107,35 @@ def to_palm_frame(points: np.ndarray, mirrored: bool, alignment: np.ndarray) -> 
     return canon @ alignment.T
 
 
-def rebuild(points: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The skeleton with each bone's direction from ``points`` and its length from ``lengths`` (20,),
-    rebuilt from the wrist outwards (wrist kept). A zero-length bone keeps its calibrated length
-    along its parent bone's direction."""
+def bone_directions(points: np.ndarray) -> np.ndarray:
+    """(20, 3) unit vectors of the bones ending at landmarks 1..20 (zero for a zero-length bone)."""
+    p = np.asarray(points, dtype=float)
+    d = p[1:] - p[list(PARENT[1:])]
+    n = np.linalg.norm(d, axis=1, keepdims=True)
+    return np.where(n > 1e-9, d / np.maximum(n, 1e-12), 0.0)
+
+
+def open_rotations(human: np.ndarray, robot: np.ndarray) -> np.ndarray:
+    """(20, 3, 3): per bone the smallest rotation turning direction ``human[i]`` onto ``robot[i]``
+    ((20, 3) each, need not be unit; identity where either is zero or they are opposite)."""
+    out = np.tile(np.eye(3), (len(human), 1, 1))
+    for i, (a, b) in enumerate(zip(np.asarray(human, float), np.asarray(robot, float))):
+        na, nb = np.linalg.norm(a), np.linalg.norm(b)
+        if na < 1e-9 or nb < 1e-9:
+            continue
+        a, b = a / na, b / nb
+        v, c = np.cross(a, b), float(a @ b)
+        if c < -0.999:
+            continue
+        k = np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
+        out[i] = np.eye(3) + k + k @ k / (1.0 + c)
+    return out
+
+
+def rebuild(points: np.ndarray, lengths: np.ndarray, rotations: np.ndarray | None = None) -> np.ndarray:
+    """The skeleton with each bone's direction from ``points`` (turned by ``rotations`` (20, 3, 3)
+    if given) and its length from ``lengths`` (20,), rebuilt from the wrist outwards (wrist kept).
+    A zero-length bone keeps its calibrated length along its parent bone's direction."""
     p = np.asarray(points, dtype=float)
     out = np.empty_like(p)
     out[WRIST] = p[WRIST]
@@ -116,6 +146,8 @@ def rebuild(points: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         if n < 1e-9:
             d = out[par] - out[PARENT[par]] if PARENT[par] >= 0 else np.array([0.0, 0.0, 1.0])
             n = np.linalg.norm(d) or 1.0
+        elif rotations is not None:
+            d = rotations[i - 1] @ d
         out[i] = out[par] + lengths[i - 1] * d / n
     return out
 
@@ -215,6 +247,7 @@ class PreprocessConfig:
     filter_min_cutoff: float = 2.0      # Hz (1€); 0 disables filtering
     filter_beta: float = 5.0            # 1/m
     scale: float = 0.0                  # 0 = automatic (robot size / calibrated human size)
+    open_pose: bool = False             # calibrate the open hand onto the robot's rest pose
     plausible: Plausible = field(default_factory=Plausible)
 
     def __post_init__(self) -> None:
@@ -258,16 +291,21 @@ class Preprocessor:
         robot = np.asarray(robot_landmarks, dtype=float)
         self.alignment = palm_frame(robot)
         self.robot_size = float(bone_lengths(robot).sum())
+        self._robot_dirs = bone_directions(robot)
         self.calibrator = BoneCalibrator(config.calibration_time)
         self._filter = None
         if config.filter_min_cutoff > 0.0:
             self._filter = OneEuroFilter(OneEuroParams(min_cutoff=config.filter_min_cutoff, beta=config.filter_beta))
         self.misses = 0
         self.last_reason = ""
+        self._open_sum = np.zeros((N_LANDMARKS - 1, 3))
+        self._rotations: np.ndarray | None = None
 
     def reset(self) -> None:
         """Forget the calibration and the filter state (a new operator)."""
         self.calibrator.reset()
+        self._open_sum = np.zeros((N_LANDMARKS - 1, 3))
+        self._rotations = None
         if self._filter is not None:
             self._filter.reset()
 
@@ -289,11 +327,15 @@ class Preprocessor:
             self.last_reason = reason
             return Preprocessed(False, reason)
         raw = to_palm_frame(p, mirrored, self.alignment)
+        calibrating = not cal.done
         cal.add(raw, t)
         filtered = raw
         if self._filter is not None:
             filtered = self._filter(raw.reshape(-1), t).reshape(N_LANDMARKS, 3)
         lengths = cal.lengths
-        rebuilt = rebuild(filtered, lengths)
+        if cfg.open_pose and calibrating:   # running mean until the window closes, then frozen
+            self._open_sum += bone_directions(raw)
+            self._rotations = open_rotations(self._open_sum, self._robot_dirs)
+        rebuilt = rebuild(filtered, lengths, self._rotations if cfg.open_pose else None)
         scale = cfg.scale if cfg.scale > 0.0 else self.robot_size / float(lengths.sum())
         return Preprocessed(True, "", rebuilt * scale, raw, mirrored, cal.done, scale)
