@@ -33,7 +33,7 @@ from .retarget import RetargetConfig, Retargeter
 from .safety import CrossingClamp, SafetyFilter, SafetyLimits, finger_geometry
 
 
-OPEN_POSE_CHOICES = ("auto", "on", "off")
+OPEN_POSE_CHOICES = ("on", "off")
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class PipelineConfig:
     max_step: float = 0.1              # rad per tick
     crossing_clamp: bool = True
     crossing_clearance: float = 0.0    # m across the palm; 0 = the sum of the phalanx radii
-    open_pose: str = "auto"            # open-hand calibration: auto = on for URDF robots, off for dex_hand
+    open_pose: str = "off"             # open-hand calibration (preprocess.PreprocessConfig.open_pose)
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.crossing_clearance) and self.crossing_clearance >= 0):
@@ -84,8 +84,15 @@ class DexPipeline:
 
         self.robot = desc if isinstance(desc, RobotHand) else None
         pre_cfg = config.preprocess
-        if self.robot is not None and config.open_pose == "auto" or config.open_pose == "on":
+        if config.open_pose == "on":
             pre_cfg = dataclasses.replace(pre_cfg, open_pose=True)
+        if self.robot is not None:   # the dex-urdf convention: MANO wrist frame, the config's scaling
+            # scaled in the optimizer (as dex-retargeting does: DexPilot's pinch distances stay human)
+            pre_cfg = dataclasses.replace(pre_cfg, frame="mano", scale=1.0)
+            scaling = (pre_cfg_scale := config.preprocess.scale) or self.robot.scaling
+            del pre_cfg_scale
+            config = dataclasses.replace(config, retarget=dataclasses.replace(config.retarget, scaling=scaling))
+            self.config = config
         self.pre = Preprocessor(desc.landmarks(), pre_cfg)
         self.retargeter = Retargeter(desc, urdf_path, config.retarget)
         self.fingers = self.robot.finger_geometry() if self.robot is not None else finger_geometry(desc)

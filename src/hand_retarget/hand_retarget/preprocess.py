@@ -16,6 +16,8 @@ Steps (:class:`Preprocessor.process`):
 2. **Canonical palm frame** (:func:`palm_frame`): x across the palm from index MCP (5) to little
    MCP (17), y from the wrist (0) to the middle of those MCPs, z = x × y (normal of the palm),
    x re-orthogonalised = y × z. For a right hand z points dorsal, for a left hand palmar.
+   (``frame="mano"``: dex-retargeting's own wrist frame and operator -> MANO rotation instead,
+   :func:`mano_frame`: what the dex-urdf hands' configurations, e.g. LEAP and Allegro, expect.)
 3. **Chirality** (``mirror``): ``auto`` mirrors a hand whose handedness differs from the robot's
    side (z -> -z in the canonical frame: a left hand becomes a right hand), ``on`` always,
    ``off`` never. Either operator hand then drives the same robot hand.
@@ -130,6 +132,34 @@ def open_rotations(human: np.ndarray, robot: np.ndarray) -> np.ndarray:
         k = np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
         out[i] = np.eye(3) + k + k @ k / (1.0 + c)
     return out
+
+
+#: dex-retargeting's operator -> MANO rotation for a right hand (example/vector_retargeting/single_hand_detector.py)
+OPERATOR2MANO_RIGHT = np.array([[0.0, 0.0, -1.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+
+
+def mano_frame(points: np.ndarray) -> np.ndarray:
+    """(3, 3) the wrist frame dex-retargeting's examples estimate from wrist, index MCP and middle
+    MCP (SVD plane normal; x from the middle MCP to the wrist), times OPERATOR2MANO_RIGHT: ``(p -
+    p[0]) @ mano_frame(p)`` is a right hand in the frame the dex-urdf hands' configurations expect.
+    ValueError for a degenerate palm."""
+    p = np.asarray(points, dtype=float)
+    pts = p[[WRIST, INDEX_MCP, MIDDLE_MCP]]
+    xv = pts[0] - pts[2]
+    c = pts - pts.mean(axis=0)
+    _, sv, vt = np.linalg.svd(c)
+    if sv[1] < 1e-6:
+        raise ValueError("degenerate palm: wrist, index and middle MCP collinear")
+    normal = vt[2]
+    x = xv - (xv @ normal) * normal
+    nx = np.linalg.norm(x)
+    if nx < 1e-9:
+        raise ValueError("degenerate palm: middle MCP on the wrist")
+    x /= nx
+    z = np.cross(x, normal)
+    if float(z @ (pts[1] - pts[2])) < 0:
+        normal, z = -normal, -z
+    return np.stack([x, normal, z], axis=1) @ OPERATOR2MANO_RIGHT
 
 
 def rebuild(points: np.ndarray, lengths: np.ndarray, rotations: np.ndarray | None = None) -> np.ndarray:
@@ -248,12 +278,15 @@ class PreprocessConfig:
     filter_beta: float = 5.0            # 1/m
     scale: float = 0.0                  # 0 = automatic (robot size / calibrated human size)
     open_pose: bool = False             # calibrate the open hand onto the robot's rest pose
+    frame: str = "robot"                # robot: aligned on the robot's landmarks; mano: dex-retargeting's
     plausible: Plausible = field(default_factory=Plausible)
 
     def __post_init__(self) -> None:
         if self.robot_side not in ("left", "right"):
             raise ValueError(f"robot_side must be 'left' or 'right', got {self.robot_side!r}")
         should_mirror("right", "right", self.mirror)  # validates the choice
+        if self.frame not in ("robot", "mano"):
+            raise ValueError(f"frame must be 'robot' or 'mano', got {self.frame!r}")
         for name in ("calibration_time", "filter_min_cutoff", "filter_beta", "scale"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0.0):
@@ -326,7 +359,18 @@ class Preprocessor:
             self.misses += 1
             self.last_reason = reason
             return Preprocessed(False, reason)
-        raw = to_palm_frame(p, mirrored, self.alignment)
+        if cfg.frame == "mano":
+            q = p - p[WRIST]
+            if mirrored:
+                q = q * np.array([1.0, 1.0, -1.0])
+            try:
+                raw = q @ mano_frame(q)
+            except ValueError as exc:
+                self.misses += 1
+                self.last_reason = str(exc)
+                return Preprocessed(False, str(exc))
+        else:
+            raw = to_palm_frame(p, mirrored, self.alignment)
         calibrating = not cal.done
         cal.add(raw, t)
         filtered = raw
@@ -336,6 +380,7 @@ class Preprocessor:
         if cfg.open_pose and calibrating:   # running mean until the window closes, then frozen
             self._open_sum += bone_directions(raw)
             self._rotations = open_rotations(self._open_sum, self._robot_dirs)
+            self._rotations[:4] = np.eye(3)     # the thumb keeps its own direction (opposition)
         rebuilt = rebuild(filtered, lengths, self._rotations if cfg.open_pose else None)
         scale = cfg.scale if cfg.scale > 0.0 else self.robot_size / float(lengths.sum())
         return Preprocessed(True, "", rebuilt * scale, raw, mirrored, cal.done, scale)

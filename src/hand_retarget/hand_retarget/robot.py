@@ -132,6 +132,11 @@ class RobotHand:
         self._q_index = [self._model.joints[self._model.getJointId(n)].idx_q for n in self.joint_names]
         self._nq_cont = {n: self._model.joints[self._model.getJointId(n)].nq for n in self.joint_names}
 
+    @property
+    def scaling(self) -> float:
+        """The configuration's ``scaling_factor`` (human -> robot size; dex-retargeting default 1.0)."""
+        return float(self.retargeting.get("scaling_factor", 1.0))
+
     # ---- kinematics -------------------------------------------------------------------------
     @property
     def rest(self) -> np.ndarray:
