@@ -260,8 +260,8 @@ class RobotHand:
         return w / np.linalg.norm(w)
 
     def finger_geometry(self, radius: float = 0.008) -> list:
-        """:class:`hand_retarget.safety.FingerGeometry` per finger with an abduction joint followed by
-        a flexion joint, radial to ulnar (palm plane: across = towards the index side, along = wrist
+        """:class:`hand_retarget.safety.FingerGeometry` per finger with an abduction joint and a flexion
+        joint, radial to ulnar (palm plane: across = towards the index side, along = wrist
         -> MCPs; ``sign`` = +1 when a positive abduction angle moves the finger radially)."""
         from .safety import FingerGeometry
 
@@ -273,19 +273,21 @@ class RobotHand:
         across /= np.linalg.norm(across)
         out = []
         for d, j in self.abduction_joints().items():
-            chain = self.digits[d].joints
-            k = chain.index(j)
-            if k + 1 >= len(chain):
+            others = [c for c in self.digits[d].joints if c != j]
+            if not others:
                 continue
-            flex = chain[k + 1]
+            flex = others[0]            # the MCP flexion: the first other joint of the chain (LEAP: before it)
+            # the finger's direction MCP -> tip; its length to the DIP (proximal + middle phalanx: a URDF's
+            # MCP landmark may sit at the abduction axis, short of the real knuckle)
             base, nxt = lm[DIGIT_LANDMARKS[d][0]], lm[DIGIT_LANDMARKS[d][1]]
-            v = nxt - base
+            v = lm[DIGIT_LANDMARKS[d][3]] - base
+            length = float(np.linalg.norm(lm[DIGIT_LANDMARKS[d][2]] - base))
             q = self.rest.copy()
             q[self.joint_names.index(j)] += 0.05
             moved = self.landmarks(q)[DIGIT_LANDMARKS[d][1]] - nxt
             sign = 1.0 if float(moved @ across) >= 0 else -1.0
             out.append(FingerGeometry(d, float(base @ across), math.atan2(float(v @ across), float(v @ along)),
-                                      float(np.linalg.norm(v)), radius, self.joint_names.index(j),
+                                      length, radius, self.joint_names.index(j),
                                       self.joint_names.index(flex), sign))
         return out
 
