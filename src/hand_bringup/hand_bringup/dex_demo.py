@@ -70,13 +70,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from hand_bringup.demo_video import draw_skeleton, side_by_side
     from hand_description import dex, paths
+    from hand_retarget.dex_sim import DexSim
+    from hand_retarget.pipeline import DexPipeline, PipelineConfig
+    from hand_retarget.retarget import RetargetConfig
     from hand_tracking.landmarks import MediaPipeConfig, MediaPipeHands
     from hand_tracking.sources import VideoFileSource
     from hand_twin_mujoco.render import OffscreenRenderer, RenderConfig
-
-    from .dex_sim import DexSim
-    from .pipeline import DexPipeline, PipelineConfig
-    from .retarget import RetargetConfig
 
     cfg = PipelineConfig(retarget=RetargetConfig(method=args.method))
     if args.robot:

@@ -32,7 +32,6 @@ from .preprocess import PreprocessConfig, Preprocessor
 from .retarget import RetargetConfig, Retargeter
 from .safety import CrossingClamp, SafetyFilter, SafetyLimits, finger_geometry
 
-
 OPEN_POSE_CHOICES = ("on", "off")
 
 
