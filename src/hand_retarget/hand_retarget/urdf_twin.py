@@ -153,9 +153,16 @@ def build_twin(urdf_path: str, kp: float = 5.0, kv: float = 0.1, timestep: float
     if float((d1.xpos[1:] - data.xpos[1:]).sum(axis=0) @ normal) < 0:
         normal = -normal
     across = np.cross(along, normal)
-    cam = spec.worldbody.add_camera(name="front", pos=(centre + 0.45 * normal).tolist())
-    cam.alt.xyaxes = [*(-across).tolist(), *along.tolist()]
+    # camera axes: x = -across, y = along (fingers up), z = normal (it looks along -z, at the palm)
+    x_axis = -across / np.linalg.norm(across)
+    y_axis = along / np.linalg.norm(along)
+    rot = np.column_stack([x_axis, y_axis, np.cross(x_axis, y_axis)])
+    quat = np.zeros(4)
+    mujoco.mju_mat2Quat(quat, rot.reshape(-1))
+    spec.worldbody.add_camera(name="front", pos=(centre + 0.45 * np.cross(x_axis, y_axis)).tolist(), quat=quat.tolist())
     spec.worldbody.add_light(pos=(centre + 0.6 * normal + 0.2 * along).tolist(), dir=(-normal).tolist())
+    spec.visual.headlight.ambient = [0.35, 0.35, 0.35]
+    spec.visual.headlight.diffuse = [0.6, 0.6, 0.6]
     spec.visual.global_.offwidth = 1920
     spec.visual.global_.offheight = 1080
     key = spec.add_key(name="open")
