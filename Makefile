@@ -24,9 +24,11 @@ demo: bootstrap
 arm-demo: bootstrap
 	@. tools/env.sh && $(PRIVATE_DOMAIN) && python -m hand_bringup.arm_demo --video "$(VIDEO)" --out "$(OUT)/arm"
 
-# DexPilot retargeting onto the dexterous hand with Kapandji scores (hand_retarget) on the video
+# DexPilot retargeting onto the dexterous hand with Kapandji scores (hand_retarget) on the video;
+# ROBOT=leap_hand_right (or allegro_hand_right, any dex-retargeting hand; URDFs in $HAND_ROBOTS_DIR
+# or ../shared/robots) drives that robot instead: out/dex_demo_$(ROBOT).mp4
 dex-demo: bootstrap
-	@. tools/env.sh && $(PRIVATE_DOMAIN) && python -m hand_bringup.dex_demo --video "$(VIDEO)" --out "$(OUT)/dex_demo.mp4"
+	@. tools/env.sh && $(PRIVATE_DOMAIN) && python -m hand_bringup.dex_demo --video "$(VIDEO)" $(if $(ROBOT),--robot "$(ROBOT)" --out "$(OUT)/dex_demo_$(ROBOT).mp4",--out "$(OUT)/dex_demo.mp4")
 
 lint: bootstrap
 	@. tools/env.sh && ruff check src tools conftest.py

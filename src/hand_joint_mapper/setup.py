@@ -39,6 +39,7 @@ setup(
             "joint_mapper = hand_joint_mapper.joint_mapper_node:main",
             "check_joint_states = hand_joint_mapper.joint_state_check:main",
             "pose_picture = hand_joint_mapper.pose_picture:main",
+            "derive_joint_map = hand_joint_mapper.derive_joint_map:main",
         ],
     },
 )

@@ -9,6 +9,10 @@ side-by-side layout). The HUD shows the human and robot Kapandji scores (0-10, r
 twin's *measured* joint angles) and the retargeting time.
 
     python -m hand_bringup.dex_demo [--video ../shared/media/human_hand_video.mp4] [--out out/dex_demo.mp4]
+    python -m hand_bringup.dex_demo --robot leap_hand_right     # any dex-retargeting hand (URDFs: --robot-dir)
+
+With ``--robot`` the twin is that robot's URDF compiled by :mod:`hand_retarget.urdf_twin` and the
+robot score uses its Kapandji site table; the HUD names the levels the hand cannot reach.
 
 Prints how often the robot's score was within +-1 of the human's (frames with human >= 3).
 """
@@ -50,26 +54,44 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hand_bringup.dex_demo", description=__doc__.split("\n\n")[0])
     root = pathlib.Path(os.environ.get("HAND_TELEOP_ROOT", "."))
     parser.add_argument("--video", default=str(root.parent / "shared" / "media" / "human_hand_video.mp4"))
-    parser.add_argument("--out", default=str(root / "out" / "dex_demo.mp4"))
+    parser.add_argument("--out", default="", help="output video (default out/dex_demo.mp4, out/dex_demo_<robot>.mp4)")
+    parser.add_argument("--robot", default="", help="robot hand: empty = dex_hand; a dex-retargeting name "
+                        "(leap_hand_right, allegro_hand_right, ...) or a .yml path")
+    parser.add_argument("--robot-dir", default="", help="folder of the robot URDFs (default $HAND_ROBOTS_DIR, "
+                        "else ../shared/robots)")
     parser.add_argument("--method", default="dexpilot", choices=("dexpilot", "vector"))
     parser.add_argument("--frames", type=int, default=0, help="stop after this many frames (0 = all)")
     parser.add_argument("--height", type=int, default=480, help="output height (px)")
     args = parser.parse_args(argv)
+    if not args.out:
+        name = pathlib.Path(args.robot).stem.replace("_dexpilot", "") if args.robot else ""
+        args.out = str(root / "out" / (f"dex_demo_{name}.mp4" if name else "dex_demo.mp4"))
     os.environ.setdefault("MUJOCO_GL", "egl")
 
     from hand_bringup.demo_video import draw_skeleton, side_by_side
     from hand_description import dex, paths
+    from hand_retarget.dex_sim import DexSim
+    from hand_retarget.pipeline import DexPipeline, PipelineConfig
+    from hand_retarget.retarget import RetargetConfig
     from hand_tracking.landmarks import MediaPipeConfig, MediaPipeHands
     from hand_tracking.sources import VideoFileSource
     from hand_twin_mujoco.render import OffscreenRenderer, RenderConfig
 
-    from .dex_sim import DexSim
-    from .pipeline import DexPipeline, PipelineConfig
-    from .retarget import RetargetConfig
+    cfg = PipelineConfig(retarget=RetargetConfig(method=args.method))
+    if args.robot:
+        from hand_retarget.robot import load_robot
 
-    desc = dex.load()
-    pipe = DexPipeline(desc, str(paths.dex_urdf_path()), PipelineConfig(retarget=RetargetConfig(method=args.method)))
-    sim = DexSim(desc.joint_names)
+        robot = load_robot(args.robot, args.method, args.robot_dir or None)
+        pipe = DexPipeline(robot, "", cfg)
+        sim = DexSim.for_urdf(robot.urdf_path, robot.joint_names)
+        for note in robot.warnings + sim.warnings:
+            print(f"warning: {note}", file=sys.stderr)
+    else:
+        desc = dex.load()
+        pipe = DexPipeline(desc, str(paths.dex_urdf_path()), cfg)
+        sim = DexSim(desc.joint_names)
+    unreachable = pipe.robot_score(pipe.rest).unreachable
+    suffix = f"  robot cannot reach {unreachable[0]}-{unreachable[-1]}" if unreachable else ""
 
     class _Hand:
         model = sim.model
@@ -90,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                 res = pipe.frame(hands[0].world, hands[0].handedness, f.media_time)
                 if res.ok:
                     target, human = res.target, res.human.score
-                    note = f"{args.method}  retarget {res.retarget_ms:.1f} ms  frame {f.index}"
+                    note = f"{args.method}  retarget {res.retarget_ms:.1f} ms  frame {f.index}{suffix}"
                 else:
                     note = f"miss: {res.reason}"
                 draw_skeleton(f.image, hands[0].image)
@@ -119,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     s = np.array(scores)
     sel = s[:, 0] >= 3
     follow = float(np.mean(np.abs(s[sel, 1] - s[sel, 0]) <= 1)) if sel.any() else float("nan")
-    print(f"wrote {args.out}: {n} frames; human Kapandji max {s[:, 0].max()}, robot max {s[:, 1].max()}; "
+    print(f"wrote {args.out}: {n} frames{' on ' + args.robot if args.robot else ''}"
+          f"{' (levels ' + ', '.join(map(str, unreachable)) + ' unreachable)' if unreachable else ''}; human Kapandji max {s[:, 0].max()}, robot max {s[:, 1].max()}; "
           f"robot within +-1 on {follow:.1%} of {int(sel.sum())} frames with human >= 3")
     return 0
 

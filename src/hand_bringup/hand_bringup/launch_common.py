@@ -35,6 +35,8 @@ def _overrides(key: str) -> dict:
         out["viewer"] = ParameterValue(
             PythonExpression(["'", LaunchConfiguration("headless"), "'.lower() not in ('true', '1')"]),
             value_type=bool)
+    elif key in ("dex_retarget", "dex_twin"):  # robot:=leap_hand_right (dex profile; empty = dex_hand)
+        out["robot"] = ParameterValue(LaunchConfiguration("robot", default=""), value_type=str)
     elif key == "servo_driver":
         out["port"] = ParameterValue(LaunchConfiguration("port"), value_type=str)
     elif key == "arm_teleop":

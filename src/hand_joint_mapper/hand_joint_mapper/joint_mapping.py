@@ -12,7 +12,10 @@ Three steps, each a plain function or class tested on its own:
        joints:
          - joint: index_pip            # URDF joint name
            human: index_pip            # anatomical joint driving it (contract.JOINT_NAMES)
-           open: lower                 # which URDF limit is the open end: lower | upper
+           open: lower                 # the open end: lower | upper | a value (e.g. 0.0: a flat
+                                       # URDF hand's rest pose, not a limit)
+           closed: upper               # with a numeric open only: the closed end (default: the
+                                       # limit farther from open)
            scale: 1.0                  # optional, flexion units: s = scale * flexion + offset
            offset: 0.0                 # optional
            limits: [0.0, 1.75]         # optional: the URDF limits this row was written for
@@ -23,8 +26,10 @@ Three steps, each a plain function or class tested on its own:
    ``angle = open + s * (closed - open)``, clamped to ``[lo, hi]`` (the joint's bounds, else
    its URDF limits). ``s`` is in flexion units, so scale/offset mean the same thing whichever
    direction a CAD export made the joint bend. Mimic joints (``<mimic joint= multiplier=
-   offset=>``) of a mapped joint follow it (``m * source + o``, clamped to their own limits);
-   chains of mimics are resolved. Movable joints nothing drives are published at their rest
+   offset=>``) follow their source (``m * source + o``, clamped to their own limits), also
+   when the source itself is unmapped (then from its rest value); chains of mimics are resolved.
+   ``joint: 3`` (YAML integer) names URDF joint ``"3"``; a float such as ``joint: 1.0`` is refused
+   with "quote the URDF joint name". Movable joints nothing drives are published at their rest
    position (0 clamped into their limits) and listed in :attr:`JointMapper.warnings`.
 
 Units: revolute/continuous angles in radians, prismatic positions in metres, flexions unitless
@@ -47,7 +52,7 @@ SINGLE_DOF_TYPES = ("revolute", "continuous", "prismatic")
 #: Every URDF joint type (``floating`` and ``planar`` have several DOF and no JointState entry here).
 URDF_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 OPEN_ENDS = ("lower", "upper")
-ROW_KEYS = {"joint", "human", "open", "scale", "offset", "limits", "bounds"}
+ROW_KEYS = {"joint", "human", "open", "closed", "scale", "offset", "limits", "bounds"}
 TABLE_KEYS = {"joints", "limit_tolerance"}
 
 
@@ -162,7 +167,8 @@ class JointRow:
 
     joint: str
     human: str
-    open: str = "lower"
+    open: str | float = "lower"     # lower | upper | a value inside the limits (rad or m)
+    closed: str | None = None       # with a numeric open: lower | upper (default: the farther limit)
     scale: float = 1.0
     offset: float = 0.0
     limits: tuple[float, float] | None = None
@@ -213,6 +219,11 @@ def parse_table(data: Any, source: str = "<table>") -> MappingTable:
     rows: list[JointRow] = []
     seen: set[str] = set()
     for i, r in enumerate(rows_in):
+        if isinstance(r, dict) and isinstance(r.get("joint"), int) and not isinstance(r.get("joint"), bool):
+            r = {**r, "joint": str(r["joint"])}     # LEAP-style numeric joint names: joint: 3 is joint "3"
+        elif isinstance(r, dict) and isinstance(r.get("joint"), float):
+            raise MappingError(f"{source}: row {i}: joint {r['joint']!r} was read as a number; quote the URDF "
+                               f"joint name (joint: \"{r['joint']}\")")
         if not isinstance(r, dict) or not isinstance(r.get("joint"), str) or not r["joint"]:
             raise MappingError(f"{source}: row {i} needs a 'joint' (URDF joint name), got {r!r}")
         joint = r["joint"]
@@ -228,10 +239,18 @@ def parse_table(data: Any, source: str = "<table>") -> MappingTable:
             raise MappingError(f"mapping row '{joint}': human joint {human!r} is not one of {list(JOINT_NAMES)}",
                                joint)
         open_end = r.get("open", "lower")
-        if open_end not in OPEN_ENDS:
-            raise MappingError(f"mapping row '{joint}': open must be 'lower' or 'upper', got {open_end!r}", joint)
+        closed = r.get("closed")
+        if isinstance(open_end, (int, float)) and not isinstance(open_end, bool):
+            open_end = _number(open_end, "open", joint)
+            if closed is not None and closed not in OPEN_ENDS:
+                raise MappingError(f"mapping row '{joint}': closed must be 'lower' or 'upper', got {closed!r}", joint)
+        elif open_end not in OPEN_ENDS:
+            raise MappingError(f"mapping row '{joint}': open must be 'lower', 'upper' or a value, got {open_end!r}",
+                               joint)
+        elif closed is not None:
+            raise MappingError(f"mapping row '{joint}': closed is only for a numeric open value", joint)
         rows.append(JointRow(
-            joint=joint, human=human, open=open_end,
+            joint=joint, human=human, open=open_end, closed=closed,
             scale=_number(r.get("scale", 1.0), "scale", joint),
             offset=_number(r.get("offset", 0.0), "offset", joint),
             limits=_pair(r["limits"], "limits", joint) if "limits" in r else None,
@@ -309,6 +328,7 @@ class JointMapper:
     rest: dict[str, float]
     names: tuple[str, ...]
     warnings: list[str] = field(default_factory=list)
+    source_rest: dict[str, float] = field(default_factory=dict)   # unmapped mimic sources at rest
 
     @classmethod
     def from_urdf(cls, urdf_xml: str, table: MappingTable, publish_unmapped: bool = True) -> JointMapper:
@@ -360,7 +380,18 @@ class JointMapper:
                         raise MappingError(f"mapping row '{row.joint}': bounds {list(row.bounds)} leave the URDF "
                                            f"limit [{ulo:g}, {uhi:g}]", row.joint)
                     lo, hi = max(row.bounds[0], ulo), min(row.bounds[1], uhi)
-            open_pos, closed_pos = (lo, hi) if row.open == "lower" else (hi, lo)
+            if isinstance(row.open, float):
+                if not lo - tol <= row.open <= hi + tol:
+                    raise MappingError(f"mapping row '{row.joint}': open {row.open:g} is outside the joint's range "
+                                       f"[{lo:g}, {hi:g}]", row.joint)
+                open_pos = min(max(row.open, lo), hi)
+                closed = row.closed or ("upper" if hi - open_pos >= open_pos - lo else "lower")
+                closed_pos = hi if closed == "upper" else lo
+                if closed_pos == open_pos:
+                    raise MappingError(f"mapping row '{row.joint}': open {open_pos:g} is the {closed} limit itself: "
+                                       "the joint would never move", row.joint)
+            else:
+                open_pos, closed_pos = (lo, hi) if row.open == "lower" else (hi, lo)
             mapped[row.joint] = MappedJoint(row.joint, row.human, open_pos, closed_pos, row.scale, row.offset, lo, hi)
 
         mimics: dict[str, MimicJoint] = {}
@@ -379,8 +410,7 @@ class JointMapper:
                 seen.append(src)
             if src not in joints:
                 raise MappingError(f"joint '{name}': <mimic joint='{src}'> names a joint the URDF lacks", name)
-            if src not in mapped:
-                continue  # follows an unmapped joint: reported as unmapped below
+            # a mimic of an unmapped joint follows its equation from that joint's rest value (below)
             if j.type in ("revolute", "prismatic"):
                 if not j.has_limit_element or j.limits is None or not j.limits[0] < j.limits[1]:
                     raise MappingError(f"joint '{name}' ({j.type}, mimic of '{src}') has no usable <limit> in "
@@ -398,6 +428,7 @@ class JointMapper:
             unmapped.append(name)
             lim = j.limits
             rest[name] = min(max(0.0, lim[0]), lim[1]) if lim and lim[0] <= lim[1] else 0.0
+        source_rest = {m.source: rest[m.source] for m in mimics.values() if m.source in rest}
         warnings = []
         if unmapped:
             what = "published at their rest position" if publish_unmapped else "not published"
@@ -411,7 +442,7 @@ class JointMapper:
         published = set(mapped) | set(mimics) | set(rest)
         names = tuple(n for n in joints if n in published)
         return cls(robot_name, tuple(mapped[n] for n in names if n in mapped),
-                   tuple(mimics[n] for n in names if n in mimics), rest, names, warnings)
+                   tuple(mimics[n] for n in names if n in mimics), rest, names, warnings, source_rest)
 
     @property
     def limits(self) -> dict[str, tuple[float, float] | None]:
@@ -446,7 +477,8 @@ class JointMapper:
                 clamped.append(m.name)
             values[m.name] = c
         for m in self.mimics:
-            v = m.multiplier * values[m.source] + m.offset
+            src = values[m.source] if m.source in values else self.source_rest[m.source]
+            v = m.multiplier * src + m.offset
             if m.lower is not None:
                 c = min(max(v, m.lower), m.upper)
                 if abs(c - v) > 1e-12:

@@ -46,14 +46,19 @@ def video_landmarks(video: str, cache: str | None) -> tuple[np.ndarray, list[str
     return out
 
 
-def run(method: str, world, hands, ts, rate: float, fast: bool = True) -> dict[str, np.ndarray]:
+def run(method: str, world, hands, ts, rate: float, fast: bool = True, robot: str = "",
+        robot_dir: str | None = None) -> dict[str, np.ndarray]:
     from hand_description import dex, paths
     from hand_retarget.pipeline import DexPipeline, PipelineConfig
     from hand_retarget.retarget import RetargetConfig
 
-    desc = dex.load()
-    pipe = DexPipeline(desc, str(paths.dex_urdf_path()),
-                       PipelineConfig(retarget=RetargetConfig(method=method, fast_objective=fast)))
+    cfg = PipelineConfig(retarget=RetargetConfig(method=method, fast_objective=fast))
+    if robot:
+        from hand_retarget.robot import load_robot
+
+        pipe = DexPipeline(load_robot(robot, method, robot_dir), "", cfg)
+    else:
+        pipe = DexPipeline(dex.load(), str(paths.dex_urdf_path()), cfg)
     dt = 1.0 / rate
     total, cpu, retarget, filt = [], [], [], []
     target, ticks = None, 0
@@ -86,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--landmarks", default=None, help=".npz cache of the video's landmarks (read if present, else written)")
     parser.add_argument("--methods", nargs="+", default=["dexpilot", "vector"])
     parser.add_argument("--rate", type=float, default=100.0, help="safety filter rate (Hz)")
+    parser.add_argument("--robot", nargs="+", default=[""],
+                        help="robot hands (dex-retargeting names or .yml paths; '' = dex_hand), e.g. leap_hand_right")
+    parser.add_argument("--robot-dir", default=None, help="folder of the robot URDFs (default $HAND_ROBOTS_DIR or ../shared/robots)")
     parser.add_argument("--original-objective", action="store_true",
                         help="also time dex-retargeting's own objective evaluation (fast_objective off)")
     args = parser.parse_args(argv)
@@ -95,9 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(world)} frames, {sum(1 for h in hands if h)} with a hand; filter at {args.rate:g} Hz; "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     runs = [(m, True) for m in args.methods] + ([(m, False) for m in args.methods] if args.original_objective else [])
-    for method, fast in runs:
-        figures = run(method, world, hands, ts, args.rate, fast)
-        label = method if fast else f"{method} (original objective)"
+    for robot, (method, fast) in [(r, m) for r in args.robot for m in runs]:
+        figures = run(method, world, hands, ts, args.rate, fast, robot, args.robot_dir)
+        label = (method if fast else f"{method} (original objective)") + (f" {robot}" if robot else "")
         for name, ms in figures.items():
             print(f"{label:9s} {name:28s} ms/frame  p50 {np.percentile(ms, 50):6.2f}  p95 {np.percentile(ms, 95):6.2f}"
                   f"  max {ms.max():6.2f}  (n={ms.size})")

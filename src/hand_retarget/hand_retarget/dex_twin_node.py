@@ -101,10 +101,18 @@ class DexTwinNode(SafeLifecycleNode):
                 reason = check_value(TWIN_PARAMS, p.name, self._param(p.name))
                 if reason:
                     raise ValueError(reason)
-            from hand_description import dex
+            if self._param("robot"):
+                from .robot import load_robot
 
-            desc = dex.load(self._param("description_path") or None)
-            sim = DexSim(desc.joint_names, self._param("model_path") or None)
+                robot = load_robot(self._param("robot"), "dexpilot", self._param("robot_dir") or None)
+                sim = DexSim.for_urdf(robot.urdf_path, robot.joint_names)
+                for note in sim.warnings:
+                    log.warning(note)
+            else:
+                from hand_description import dex
+
+                desc = dex.load(self._param("description_path") or None)
+                sim = DexSim(desc.joint_names, self._param("model_path") or None)
         except (ValueError, OSError, DexModelError) as exc:
             log.error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE

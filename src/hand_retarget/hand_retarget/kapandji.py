@@ -14,6 +14,11 @@ towards the ulnar side, a fifth of the way to the wrist). A site is *touched* wh
 distance to it **in the palm plane** (the component along the palm normal, from wrist, index MCP
 and little MCP, removed) is at most ``touch`` palm widths (default 0.25; palm width = index MCP -
 little MCP). The score is the highest site touched (0: none).
+
+A robot hand (:func:`robot_kapandji`) gives its sites by its own table
+(:attr:`hand_retarget.robot.RobotHand.kapandji_sites`: links + offsets, through its forward
+kinematics); a level the hand cannot express (no little finger: levels 6-10) has no site, a NaN
+distance, and is listed in ``unreachable``: the score is then the highest *reachable* site touched.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ class KapandjiResult:
     score: int
     distances: np.ndarray
     palm_width: float
+    unreachable: tuple[int, ...] = ()    # levels (1-10) the hand has no site for
 
 
 def site_matrix(config: KapandjiConfig = KapandjiConfig()) -> np.ndarray:
@@ -70,13 +76,22 @@ def site_matrix(config: KapandjiConfig = KapandjiConfig()) -> np.ndarray:
 _DEFAULT_SITES = site_matrix()
 
 
-def kapandji(landmarks: np.ndarray, config: KapandjiConfig | None = None) -> KapandjiResult:
-    """Kapandji score of a hand given as (21, 3) landmarks (any rigid frame, any unit)."""
+def kapandji(landmarks: np.ndarray, config: KapandjiConfig | None = None,
+             sites: np.ndarray | None = None) -> KapandjiResult:
+    """Kapandji score of a hand given as (21, 3) landmarks (any rigid frame, any unit).
+
+    ``sites`` (10, 3), same frame: the sites themselves instead of landmark combinations; a NaN
+    row is a level the hand cannot express (see :func:`robot_kapandji`)."""
     p = np.asarray(landmarks, dtype=float)
-    bad = KapandjiResult(-1, np.full(len(SITE_NAMES), np.nan), float("nan"))
+    unreachable: tuple[int, ...] = ()
+    if sites is not None:
+        sites = np.asarray(sites, dtype=float)
+        unreachable = tuple(int(k) + 1 for k in np.nonzero(~np.all(np.isfinite(sites), axis=1))[0])
+    bad = KapandjiResult(-1, np.full(len(SITE_NAMES), np.nan), float("nan"), unreachable)
     if p.shape != (21, 3) or not np.all(np.isfinite(p)):
         return bad
-    sites = (_DEFAULT_SITES if config is None else site_matrix(config)) @ p
+    if sites is None:
+        sites = (_DEFAULT_SITES if config is None else site_matrix(config)) @ p
     touch = 0.25 if config is None else config.touch
     width = float(np.linalg.norm(p[INDEX_MCP] - p[LITTLE_MCP]))
     normal = np.cross(p[INDEX_MCP] - p[WRIST], p[LITTLE_MCP] - p[WRIST])
@@ -87,6 +102,22 @@ def kapandji(landmarks: np.ndarray, config: KapandjiConfig | None = None) -> Kap
     d = p[THUMB_TIP] - sites
     d -= np.outer(d @ normal, normal)
     dist = np.linalg.norm(d, axis=1) / width
-    touched = np.nonzero(dist <= touch)[0]
+    touched = np.nonzero(dist <= touch)[0]      # NaN (unreachable) never compares true
     score = int(touched[-1] + 1) if touched.size else 0
-    return KapandjiResult(score, dist, width)
+    return KapandjiResult(score, dist, width, unreachable)
+
+
+def robot_sites(robot, q: np.ndarray) -> np.ndarray:
+    """(10, 3) m: the robot's Kapandji sites at joint angles ``q`` from its site table (NaN rows:
+    unreachable levels). ``robot``: :class:`hand_retarget.robot.RobotHand`."""
+    poses = robot.link_poses(q)
+    out = np.full((len(SITE_NAMES), 3), np.nan)
+    for k, site in enumerate(robot.kapandji_sites):
+        if site is not None:
+            out[k] = sum(w * robot.point(poses, link, off) for link, off, w in site)
+    return out
+
+
+def robot_kapandji(robot, q: np.ndarray, config: KapandjiConfig | None = None) -> KapandjiResult:
+    """Kapandji score of a :class:`hand_retarget.robot.RobotHand` at joint angles ``q`` (n,) rad."""
+    return kapandji(robot.landmarks(q), config, robot_sites(robot, q))

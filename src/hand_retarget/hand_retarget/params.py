@@ -8,6 +8,7 @@ The nodes declare exactly these (each with a ParameterDescriptor); tests check t
 from __future__ import annotations
 
 import math
+import pathlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,12 @@ class Param:
 RETARGET_PARAMS: tuple[Param, ...] = (
     Param("method", "dexpilot", "retargeting optimizer: dexpilot (fingertip vectors with the pinch prior) or vector "
           "(wrist-to-tip and wrist-to-middle-joint vectors)", choices=METHODS),
-    Param("urdf_path", "", "URDF of the dexterous hand; empty = hand_description's urdf/dex_hand.urdf"),
+    Param("robot", "", "robot hand to drive: empty = hand_description's dex_hand; a dex-retargeting robot name "
+          "(leap_hand_right, allegro_hand_right, ...: its configs/teleop/<robot>[_dexpilot].yml) or the path to a "
+          "dex-retargeting .yml; link and joint names come from that file and its URDF"),
+    Param("robot_dir", "", "folder that holds the robot's URDF (the config's urdf_path is relative to it); "
+          "empty = $HAND_ROBOTS_DIR, else ../shared/robots"),
+    Param("urdf_path", "", "URDF of the dexterous hand; empty = hand_description's urdf/dex_hand.urdf (dex_hand only)"),
     Param("description_path", "", "its description YAML; empty = hand_description's config/dex_hand.yaml"),
     Param("hand", "best", "which tracked hand drives the robot: best (highest handedness score), left or right "
           "(the operator's physical hand)", choices=HAND_CHOICES, live=True),
@@ -66,6 +72,9 @@ RETARGET_PARAMS: tuple[Param, ...] = (
 )
 
 TWIN_PARAMS: tuple[Param, ...] = (
+    Param("robot", "", "robot hand: empty = hand_description's dex_hand (model_path); a dex-retargeting robot name "
+          "(leap_hand_right, ...) or .yml path: its URDF is compiled into a twin (position actuator per joint)"),
+    Param("robot_dir", "", "folder that holds the robot's URDF; empty = $HAND_ROBOTS_DIR, else ../shared/robots"),
     Param("model_path", "", "MJCF scene; empty = hand_description's mjcf/dex_scene.xml"),
     Param("description_path", "", "dexterous hand description YAML (joint names); empty = hand_description's"),
     Param("command_timeout", 0.15, "s without a joint command before the hand goes to the open pose (4.5 frames "
@@ -117,7 +126,7 @@ def pipeline_config(values: dict[str, Any]) -> PipelineConfig:
             raise ValueError(reason)
     v = values
     return PipelineConfig(
-        preprocess=PreprocessConfig(robot_side="right", mirror=v["mirror"], calibration_time=float(v["calibration_time"]),
+        preprocess=PreprocessConfig(robot_side="left" if "left" in pathlib.Path(str(v["robot"])).name else "right", mirror=v["mirror"], calibration_time=float(v["calibration_time"]),
                                     filter_min_cutoff=float(v["filter_min_cutoff"]), filter_beta=float(v["filter_beta"]),
                                     scale=float(v["scale"])),
         retarget=RetargetConfig(method=v["method"], project_dist=float(v["project_dist"]),

@@ -11,19 +11,28 @@ landmarks (21, 3) + handedness ─► :class:`~hand_retarget.preprocess.Preproce
 
 The robot's Kapandji score comes from :meth:`DexPipeline.robot_score` on *measured* joint angles
 (the twin's), through the description's forward kinematics.
+
+``desc`` is either hand_description's DexHandDescription (``urdf_path``: its URDF) or any
+:class:`hand_retarget.robot.RobotHand` (``urdf_path`` ignored: the robot knows its URDF): joint
+limits come from its URDF, the crossing clamp's abduction table from its kinematics
+(:meth:`~hand_retarget.robot.RobotHand.finger_geometry`), the Kapandji sites from its site table
+(levels it cannot express are reported as ``unreachable``), the open pose from its rest pose.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .kapandji import KapandjiConfig, KapandjiResult, kapandji
+from .kapandji import KapandjiConfig, KapandjiResult, kapandji, robot_kapandji
 from .preprocess import PreprocessConfig, Preprocessor
 from .retarget import RetargetConfig, Retargeter
 from .safety import CrossingClamp, SafetyFilter, SafetyLimits, finger_geometry
+
+OPEN_POSE_CHOICES = ("on", "off")
 
 
 @dataclass(frozen=True)
@@ -36,10 +45,13 @@ class PipelineConfig:
     max_step: float = 0.1              # rad per tick
     crossing_clamp: bool = True
     crossing_clearance: float = 0.0    # m across the palm; 0 = the sum of the phalanx radii
+    open_pose: str = "off"             # open-hand calibration (preprocess.PreprocessConfig.open_pose)
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.crossing_clearance) and self.crossing_clearance >= 0):
             raise ValueError(f"crossing_clearance must be >= 0 m, got {self.crossing_clearance}")
+        if self.open_pose not in OPEN_POSE_CHOICES:
+            raise ValueError(f"open_pose must be one of {OPEN_POSE_CHOICES}, got {self.open_pose!r}")
 
 
 @dataclass(frozen=True)
@@ -67,18 +79,33 @@ class DexPipeline:
         self._clock = time.perf_counter
         self.desc = desc
         self.config = config
-        self.pre = Preprocessor(desc.landmarks(), config.preprocess)
+        from .robot import RobotHand
+
+        self.robot = desc if isinstance(desc, RobotHand) else None
+        pre_cfg = config.preprocess
+        if config.open_pose == "on":
+            pre_cfg = dataclasses.replace(pre_cfg, open_pose=True)
+        if self.robot is not None:   # the dex-urdf convention: MANO wrist frame, the config's scaling
+            # scaled in the optimizer (as dex-retargeting does: DexPilot's pinch distances stay human)
+            pre_cfg = dataclasses.replace(pre_cfg, frame="mano", scale=1.0)
+            scaling = (pre_cfg_scale := config.preprocess.scale) or self.robot.scaling
+            del pre_cfg_scale
+            config = dataclasses.replace(config, retarget=dataclasses.replace(config.retarget, scaling=scaling))
+            self.config = config
+        self.pre = Preprocessor(desc.landmarks(), pre_cfg)
         self.retargeter = Retargeter(desc, urdf_path, config.retarget)
+        self.fingers = self.robot.finger_geometry() if self.robot is not None else finger_geometry(desc)
         crossing = None
-        if config.crossing_clamp:
-            crossing = CrossingClamp(finger_geometry(desc), config.crossing_clearance or None)
+        if config.crossing_clamp and self.fingers:
+            crossing = CrossingClamp(self.fingers, config.crossing_clearance or None)
         self.limits = SafetyLimits(desc.lower, desc.upper, config.max_velocity, config.max_acceleration,
                                    config.max_step)
-        self.filter = SafetyFilter(self.limits, np.zeros(len(desc.joint_names)), crossing)
+        self.rest = self.robot.rest if self.robot is not None else np.zeros(len(desc.joint_names))
+        self.filter = SafetyFilter(self.limits, self.rest, crossing)
 
     @property
     def joint_names(self) -> tuple[str, ...]:
-        return self.desc.joint_names
+        return self.retargeter.joint_names
 
     def frame(self, world: np.ndarray, handedness: str, t: float) -> FrameResult:
         """Preprocess and retarget one hand's world landmarks (21, 3) m seen at ``t`` s."""
@@ -98,8 +125,10 @@ class DexPipeline:
         return self.filter.step(target, dt)
 
     def robot_score(self, q: np.ndarray) -> KapandjiResult:
-        """Kapandji score of the robot at joint angles ``q`` (20,) rad (measured)."""
+        """Kapandji score of the robot at joint angles ``q`` (n,) rad (measured), ``joint_names`` order."""
         q = np.asarray(q, dtype=float)
-        if q.shape != (len(self.desc.joint_names),) or not np.all(np.isfinite(q)):
+        if q.shape != (len(self.joint_names),) or not np.all(np.isfinite(q)):
             return kapandji(np.full((21, 3), np.nan))
+        if self.robot is not None:
+            return robot_kapandji(self.robot, q, self.config.kapandji)
         return kapandji(self.desc.landmarks(q), self.config.kapandji)

@@ -16,6 +16,8 @@ Steps (:class:`Preprocessor.process`):
 2. **Canonical palm frame** (:func:`palm_frame`): x across the palm from index MCP (5) to little
    MCP (17), y from the wrist (0) to the middle of those MCPs, z = x × y (normal of the palm),
    x re-orthogonalised = y × z. For a right hand z points dorsal, for a left hand palmar.
+   (``frame="mano"``: dex-retargeting's own wrist frame and operator -> MANO rotation instead,
+   :func:`mano_frame`: what the dex-urdf hands' configurations, e.g. LEAP and Allegro, expect.)
 3. **Chirality** (``mirror``): ``auto`` mirrors a hand whose handedness differs from the robot's
    side (z -> -z in the canonical frame: a left hand becomes a right hand), ``on`` always,
    ``off`` never. Either operator hand then drives the same robot hand.
@@ -26,6 +28,11 @@ Steps (:class:`Preprocessor.process`):
    **bone-length calibration** (:class:`BoneCalibrator`): median length per bone over the first
    ``calibration_time`` s (running median until then); the skeleton is rebuilt from the wrist
    outwards with the filtered *directions* and the calibrated *lengths*.
+   With ``open_pose`` the operator's *open* hand is calibrated too: the mean direction of every
+   bone over the same window (the operator holds the hand open, relaxed, while calibrating) is
+   turned onto the direction of the same bone in the robot's rest pose, and every later frame's
+   bone directions get the same fixed rotation (:func:`open_rotations`): a relaxed open hand then
+   drives the robot to its rest pose (a flat URDF hand at q = 0) and flexions count from there.
 6. **Scaling** to the robot: ``scale`` > 0 fixed, 0 = automatic (robot hand size / calibrated
    human hand size, sizes = sum of the 20 bone lengths).
 """
@@ -102,10 +109,63 @@ def to_palm_frame(points: np.ndarray, mirrored: bool, alignment: np.ndarray) -> 
     return canon @ alignment.T
 
 
-def rebuild(points: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The skeleton with each bone's direction from ``points`` and its length from ``lengths`` (20,),
-    rebuilt from the wrist outwards (wrist kept). A zero-length bone keeps its calibrated length
-    along its parent bone's direction."""
+def bone_directions(points: np.ndarray) -> np.ndarray:
+    """(20, 3) unit vectors of the bones ending at landmarks 1..20 (zero for a zero-length bone)."""
+    p = np.asarray(points, dtype=float)
+    d = p[1:] - p[list(PARENT[1:])]
+    n = np.linalg.norm(d, axis=1, keepdims=True)
+    return np.where(n > 1e-9, d / np.maximum(n, 1e-12), 0.0)
+
+
+def open_rotations(human: np.ndarray, robot: np.ndarray) -> np.ndarray:
+    """(20, 3, 3): per bone the smallest rotation turning direction ``human[i]`` onto ``robot[i]``
+    ((20, 3) each, need not be unit; identity where either is zero or they are opposite)."""
+    out = np.tile(np.eye(3), (len(human), 1, 1))
+    for i, (a, b) in enumerate(zip(np.asarray(human, float), np.asarray(robot, float))):
+        na, nb = np.linalg.norm(a), np.linalg.norm(b)
+        if na < 1e-9 or nb < 1e-9:
+            continue
+        a, b = a / na, b / nb
+        v, c = np.cross(a, b), float(a @ b)
+        if c < -0.999:
+            continue
+        k = np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
+        out[i] = np.eye(3) + k + k @ k / (1.0 + c)
+    return out
+
+
+#: dex-retargeting's operator -> MANO rotation for a right hand (example/vector_retargeting/single_hand_detector.py)
+OPERATOR2MANO_RIGHT = np.array([[0.0, 0.0, -1.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+
+
+def mano_frame(points: np.ndarray) -> np.ndarray:
+    """(3, 3) the wrist frame dex-retargeting's examples estimate from wrist, index MCP and middle
+    MCP (SVD plane normal; x from the middle MCP to the wrist), times OPERATOR2MANO_RIGHT: ``(p -
+    p[0]) @ mano_frame(p)`` is a right hand in the frame the dex-urdf hands' configurations expect.
+    ValueError for a degenerate palm."""
+    p = np.asarray(points, dtype=float)
+    pts = p[[WRIST, INDEX_MCP, MIDDLE_MCP]]
+    xv = pts[0] - pts[2]
+    c = pts - pts.mean(axis=0)
+    _, sv, vt = np.linalg.svd(c)
+    if sv[1] < 1e-6:
+        raise ValueError("degenerate palm: wrist, index and middle MCP collinear")
+    normal = vt[2]
+    x = xv - (xv @ normal) * normal
+    nx = np.linalg.norm(x)
+    if nx < 1e-9:
+        raise ValueError("degenerate palm: middle MCP on the wrist")
+    x /= nx
+    z = np.cross(x, normal)
+    if float(z @ (pts[1] - pts[2])) < 0:
+        normal, z = -normal, -z
+    return np.stack([x, normal, z], axis=1) @ OPERATOR2MANO_RIGHT
+
+
+def rebuild(points: np.ndarray, lengths: np.ndarray, rotations: np.ndarray | None = None) -> np.ndarray:
+    """The skeleton with each bone's direction from ``points`` (turned by ``rotations`` (20, 3, 3)
+    if given) and its length from ``lengths`` (20,), rebuilt from the wrist outwards (wrist kept).
+    A zero-length bone keeps its calibrated length along its parent bone's direction."""
     p = np.asarray(points, dtype=float)
     out = np.empty_like(p)
     out[WRIST] = p[WRIST]
@@ -116,6 +176,8 @@ def rebuild(points: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         if n < 1e-9:
             d = out[par] - out[PARENT[par]] if PARENT[par] >= 0 else np.array([0.0, 0.0, 1.0])
             n = np.linalg.norm(d) or 1.0
+        elif rotations is not None:
+            d = rotations[i - 1] @ d
         out[i] = out[par] + lengths[i - 1] * d / n
     return out
 
@@ -215,12 +277,16 @@ class PreprocessConfig:
     filter_min_cutoff: float = 2.0      # Hz (1€); 0 disables filtering
     filter_beta: float = 5.0            # 1/m
     scale: float = 0.0                  # 0 = automatic (robot size / calibrated human size)
+    open_pose: bool = False             # calibrate the open hand onto the robot's rest pose
+    frame: str = "robot"                # robot: aligned on the robot's landmarks; mano: dex-retargeting's
     plausible: Plausible = field(default_factory=Plausible)
 
     def __post_init__(self) -> None:
         if self.robot_side not in ("left", "right"):
             raise ValueError(f"robot_side must be 'left' or 'right', got {self.robot_side!r}")
         should_mirror("right", "right", self.mirror)  # validates the choice
+        if self.frame not in ("robot", "mano"):
+            raise ValueError(f"frame must be 'robot' or 'mano', got {self.frame!r}")
         for name in ("calibration_time", "filter_min_cutoff", "filter_beta", "scale"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0.0):
@@ -258,16 +324,21 @@ class Preprocessor:
         robot = np.asarray(robot_landmarks, dtype=float)
         self.alignment = palm_frame(robot)
         self.robot_size = float(bone_lengths(robot).sum())
+        self._robot_dirs = bone_directions(robot)
         self.calibrator = BoneCalibrator(config.calibration_time)
         self._filter = None
         if config.filter_min_cutoff > 0.0:
             self._filter = OneEuroFilter(OneEuroParams(min_cutoff=config.filter_min_cutoff, beta=config.filter_beta))
         self.misses = 0
         self.last_reason = ""
+        self._open_sum = np.zeros((N_LANDMARKS - 1, 3))
+        self._rotations: np.ndarray | None = None
 
     def reset(self) -> None:
         """Forget the calibration and the filter state (a new operator)."""
         self.calibrator.reset()
+        self._open_sum = np.zeros((N_LANDMARKS - 1, 3))
+        self._rotations = None
         if self._filter is not None:
             self._filter.reset()
 
@@ -288,12 +359,28 @@ class Preprocessor:
             self.misses += 1
             self.last_reason = reason
             return Preprocessed(False, reason)
-        raw = to_palm_frame(p, mirrored, self.alignment)
+        if cfg.frame == "mano":
+            q = p - p[WRIST]
+            if mirrored:
+                q = q * np.array([1.0, 1.0, -1.0])
+            try:
+                raw = q @ mano_frame(q)
+            except ValueError as exc:
+                self.misses += 1
+                self.last_reason = str(exc)
+                return Preprocessed(False, str(exc))
+        else:
+            raw = to_palm_frame(p, mirrored, self.alignment)
+        calibrating = not cal.done
         cal.add(raw, t)
         filtered = raw
         if self._filter is not None:
             filtered = self._filter(raw.reshape(-1), t).reshape(N_LANDMARKS, 3)
         lengths = cal.lengths
-        rebuilt = rebuild(filtered, lengths)
+        if cfg.open_pose and calibrating:   # running mean until the window closes, then frozen
+            self._open_sum += bone_directions(raw)
+            self._rotations = open_rotations(self._open_sum, self._robot_dirs)
+            self._rotations[:4] = np.eye(3)     # the thumb keeps its own direction (opposition)
+        rebuilt = rebuild(filtered, lengths, self._rotations if cfg.open_pose else None)
         scale = cfg.scale if cfg.scale > 0.0 else self.robot_size / float(lengths.sum())
         return Preprocessed(True, "", rebuilt * scale, raw, mirrored, cal.done, scale)

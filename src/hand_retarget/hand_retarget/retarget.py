@@ -22,6 +22,14 @@ projection logic and the mimic adaptor stay dex-retargeting's.
 
 dex-retargeting's own low-pass filter is off: :mod:`hand_retarget.safety` does the smoothing and
 limiting. ``scaling`` multiplies the human vectors (1.0 when the preprocessor already scaled them).
+
+Any other robot hand (:class:`hand_retarget.robot.RobotHand`, e.g. LEAP or Allegro) is retargeted
+through its own dex-retargeting configuration file: its type (DexPilot, vector, position), link
+names, target joints and human indices are used as written; only ``urdf_path`` (resolved),
+``low_pass_alpha`` (off), ``scaling_factor`` (``scaling``: the preprocessor already scaled the
+human to the robot) and, for DexPilot, ``project_dist``/``escape_dist`` are set from here. The
+joint order is then the robot's (``RobotHand.joint_names``, the URDF's movable joints). ``position``
+(offline configs) has no fast objective.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-METHODS = ("dexpilot", "vector")
+METHODS = ("dexpilot", "vector", "position")
 DIGITS = ("thumb", "index", "middle", "ring", "pinky")
 #: vector method: human landmarks of the task links (5 tips, then thumb IP and finger PIPs)
 VECTOR_HUMAN = (4, 8, 12, 16, 20, 3, 6, 10, 14, 18)
@@ -66,8 +74,46 @@ class Retargeter:
     def __init__(self, desc, urdf_path: str, config: RetargetConfig = RetargetConfig()):
         from dex_retargeting.retargeting_config import RetargetingConfig
 
+        from .robot import RobotHand
+
         self.desc = desc
         self.config = config
+        if isinstance(desc, RobotHand):
+            cfg = dict(desc.retargeting)
+            cfg.update(urdf_path=desc.urdf_path, low_pass_alpha=-1.0, scaling_factor=config.scaling)
+            if str(cfg.get("type", "")).lower() == "dexpilot":
+                cfg.update(project_dist=config.project_dist, escape_dist=config.escape_dist)
+            names = desc.joint_names
+        else:
+            cfg = self._dex_hand_config(desc, urdf_path, config)
+            names = desc.joint_names
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                self._seq = RetargetingConfig.from_dict(cfg).build()
+        except ValueError as exc:  # dex-retargeting names the link/joint; add which files
+            where = getattr(desc, "config_file", "hand_description's dex_hand.yaml")
+            raise ValueError(f"{exc} (names from {where}, URDF {cfg['urdf_path']})") from exc
+        self._joint_names = tuple(names)
+        if config.fast_objective and str(cfg.get("type", "")).lower() != "position":
+            from .fast_objective import accelerate
+
+            accelerate(self._seq.optimizer)
+        indices = np.asarray(self._seq.optimizer.target_link_human_indices)
+        if indices.ndim == 1:    # position: absolute positions of the human landmarks
+            self._origin, self._task = None, indices
+        else:
+            self._origin, self._task = indices[0], indices[1]
+        pin_names = list(self._seq.joint_names)
+        missing = [n for n in names if n not in pin_names]
+        if missing:
+            raise ValueError(f"joints {missing} are not in the URDF {cfg['urdf_path']}")
+        self._order = np.array([pin_names.index(n) for n in names])
+        self.failures = 0
+
+    @staticmethod
+    def _dex_hand_config(desc, urdf_path: str, config: RetargetConfig) -> dict:
+        if config.method == "position":
+            raise ValueError("method 'position' needs a robot with a dex-retargeting position config")
         tips = [desc.digit(d).tip_link for d in DIGITS]
         free = [j.name for j in desc.joints if j.mimic is None]
         cfg = dict(type=config.method, urdf_path=str(urdf_path), low_pass_alpha=-1.0,
@@ -81,29 +127,21 @@ class Retargeter:
             cfg.update(target_origin_link_names=[desc.palm_link] * 10, target_task_link_names=tips + mids,
                        target_link_human_indices=np.array([[0] * 10, list(VECTOR_HUMAN)]),
                        normal_delta=config.normal_delta, huber_delta=config.huber_delta)
-        with contextlib.redirect_stdout(io.StringIO()):
-            self._seq = RetargetingConfig.from_dict(cfg).build()
-        if config.fast_objective:
-            from .fast_objective import accelerate
-
-            accelerate(self._seq.optimizer)
-        indices = np.asarray(self._seq.optimizer.target_link_human_indices)
-        self._origin, self._task = indices[0], indices[1]
-        pin_names = list(self._seq.joint_names)
-        self._order = np.array([pin_names.index(n) for n in desc.joint_names])
-        self.failures = 0
+        return cfg
 
     @property
     def joint_names(self) -> tuple[str, ...]:
-        return self.desc.joint_names
+        return self._joint_names
 
     def reference(self, landmarks: np.ndarray) -> np.ndarray:
         """The optimizer's reference vectors (k, 3) from (21, 3) landmarks in the robot palm frame."""
         p = np.asarray(landmarks, dtype=float)
+        if self._origin is None:
+            return p[self._task]
         return p[self._task] - p[self._origin]
 
     def retarget(self, landmarks: np.ndarray) -> np.ndarray:
-        """(20,) rad in ``joint_names`` order for (21, 3) landmarks (m, robot palm frame).
+        """(n,) rad in ``joint_names`` order for (21, 3) landmarks (m, robot palm frame).
 
         ValueError for non-finite/malformed input. If the optimizer returns non-finite values the
         warm start is restored and the previous solution is returned (``failures`` counts it)."""

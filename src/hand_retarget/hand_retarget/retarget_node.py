@@ -113,16 +113,25 @@ class RetargetNode(SafeLifecycleNode):
             from hand_description import dex, paths
 
             cfg = pipeline_config({p.name: self._param(p.name) for p in RETARGET_PARAMS})
-            desc = dex.load(self._param("description_path") or None)
-            urdf = self._param("urdf_path") or str(paths.dex_urdf_path())
             t0 = time.monotonic()
+            if self._param("robot"):
+                from .robot import load_robot
+
+                desc = load_robot(self._param("robot"), cfg.retarget.method, self._param("robot_dir") or None)
+                urdf = desc.urdf_path
+                for note in desc.warnings:
+                    log.warning(note)
+            else:
+                desc = dex.load(self._param("description_path") or None)
+                urdf = self._param("urdf_path") or str(paths.dex_urdf_path())
             pipeline = DexPipeline(desc, urdf, cfg)
         except Exception as exc:  # noqa: BLE001 - description, URDF, dex-retargeting: report, stay unconfigured
             log.error(f"configure failed: {type(exc).__name__}: {exc}")
             return TransitionCallbackReturn.FAILURE
         self.pipeline = pipeline
-        from .safety import CrossingClamp, finger_geometry
-        self._crossing = pipeline.filter.crossing or CrossingClamp(finger_geometry(desc), cfg.crossing_clearance or None)
+        from .safety import CrossingClamp
+        self._crossing = pipeline.filter.crossing or (CrossingClamp(pipeline.fingers, cfg.crossing_clearance or None)
+                                                      if pipeline.fingers else None)
         if not cfg.crossing_clamp:
             pipeline.filter.crossing = None
         log.info(f"{cfg.retarget.method} retargeting onto {urdf} ({len(desc.joint_names)} joints) built in "
@@ -227,7 +236,7 @@ class RetargetNode(SafeLifecycleNode):
         if self.pipeline is None:
             return
         fresh = time.monotonic() - self._target_time <= float(self._param("target_timeout"))
-        target = self._target if fresh else np.zeros(len(self.pipeline.joint_names))
+        target = self._target if fresh else self.pipeline.rest
         q = self.pipeline.tick(target, self._dt)
         js = JointState()
         js.header.stamp = self.get_clock().now().to_msg()

@@ -42,7 +42,8 @@ class FingerGeometry:
 
     base_across: MCP position across the palm; base_angle: rad, direction of the phalanx at zero
     abduction (positive = radial); length: proximal phalanx (m); radius (m); abd/mcp: indices of
-    the abduction and MCP flexion joints in the joint vector.
+    the abduction and MCP flexion joints in the joint vector; sign: +1 when a positive abduction
+    angle moves the finger radially (dex_hand), -1 when it moves it ulnarly (a robot's convention).
     """
 
     name: str
@@ -52,6 +53,7 @@ class FingerGeometry:
     radius: float
     abd: int
     mcp: int
+    sign: float = 1.0
 
 
 def finger_geometry(desc) -> list[FingerGeometry]:
@@ -89,7 +91,7 @@ class CrossingClamp:
     @staticmethod
     def tip_across(f: FingerGeometry, q: np.ndarray) -> float:
         proj = f.length * max(0.0, math.cos(q[f.mcp]))
-        return f.base_across + proj * math.sin(f.base_angle + q[f.abd])
+        return f.base_across + proj * math.sin(f.base_angle + f.sign * q[f.abd])
 
     def gaps(self, q: np.ndarray) -> np.ndarray:
         """(3,) m: smallest across-palm gap (base or projected end) of each adjacent pair."""
@@ -118,17 +120,19 @@ class CrossingClamp:
                 if self.tip_across(r, q) - self.tip_across(u, q) >= need:
                     continue
                 a_r, a_u = q[r.abd], q[u.abd]
-                hi_r, lo_u = max(upper[r.abd], a_r), min(lower[u.abd], a_u)
+                # the radial finger opens radially, the ulnar one ulnarly (in each joint's own sign)
+                end_r = max(upper[r.abd], a_r) if r.sign > 0 else min(lower[r.abd], a_r)
+                end_u = min(lower[u.abd], a_u) if u.sign > 0 else max(upper[u.abd], a_u)
                 lo_l, hi_l = 0.0, 1.0
-                if self._pair_gap(q, r, u, a_r + (hi_r - a_r), a_u - (a_u - lo_u)) >= need:
+                if self._pair_gap(q, r, u, end_r, end_u) >= need:
                     for _ in range(30):
                         mid = 0.5 * (lo_l + hi_l)
-                        if self._pair_gap(q, r, u, a_r + mid * (hi_r - a_r), a_u - mid * (a_u - lo_u)) >= need:
+                        if self._pair_gap(q, r, u, a_r + mid * (end_r - a_r), a_u + mid * (end_u - a_u)) >= need:
                             hi_l = mid
                         else:
                             lo_l = mid
-                q[r.abd] = a_r + hi_l * (hi_r - a_r)
-                q[u.abd] = a_u - hi_l * (a_u - lo_u)
+                q[r.abd] = a_r + hi_l * (end_r - a_r)
+                q[u.abd] = a_u + hi_l * (end_u - a_u)
                 changed = True
             if not changed:
                 break

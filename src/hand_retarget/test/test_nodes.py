@@ -193,3 +193,56 @@ def test_retarget_and_twin_nodes(tmp_path, desc):
         probe.close()
         codes = [p.stop() for p in procs]
     assert codes == [0, 0], [p.tail() for p in procs]
+
+
+ROBOTS = pathlib.Path(__file__).resolve().parents[4] / "shared" / "robots"
+
+
+def test_nodes_drive_a_robot_by_name(tmp_path, desc):
+    """robot:=leap_hand_right on both nodes: LEAP's own (numeric) joint names, its URDF limits, its
+    twin; an unknown robot fails configure with a message that names it."""
+    from hand_retarget.robot import load_robot
+
+    leap = load_robot("leap_hand_right", "dexpilot", ROBOTS)
+    common = ["-p", "robot:=leap_hand_right", "-p", f"robot_dir:={ROBOTS}"]
+    probe = RosProbe("dex_robot_probe")
+    procs = [
+        NodeProcess.module("hand_retarget.retarget_node", "--ros-args", "--params-file", str(CONFIG / "retarget.yaml"),
+                           *common, log_path=str(tmp_path / "retarget.log")),
+        NodeProcess.module("hand_retarget.dex_twin_node", "--ros-args", "--params-file", str(CONFIG / "dex_twin.yaml"),
+                           *common, log_path=str(tmp_path / "twin.log")),
+    ]
+    publisher = None
+    try:
+        stream = contract.qos(contract.STREAM)
+        cmds = probe.collect(JointState, TOPIC_JOINT_COMMANDS, stream)
+        measured = probe.collect(JointState, TOPIC_TWIN_JOINT_STATES, stream)
+        robot = probe.collect(JointState, TOPIC_KAPANDJI_ROBOT, stream)
+        for node in (DEX_TWIN_NODE, RETARGET_NODE):
+            assert probe.change_state(node, "configure"), procs[0].tail() + procs[1].tail()
+            assert probe.change_state(node, "activate")
+        # a human-like hand pinching thumb and index (dex_hand's FK skeleton), seen by a camera
+        rot = Rotation.from_euler("xyz", [170, 10, 80], degrees=True).as_matrix()
+        publisher = LandmarkPublisher(probe, desc.landmarks(pinch_pose(desc)) @ rot.T)
+        wait_until(lambda: len(cmds) > 100 and len(robot) > 20 and len(measured) > 20, 20, "robot commands")
+        assert list(cmds[-1].name) == list(leap.joint_names) == list(measured[-1].name)
+        q = np.array(cmds[-1].position)
+        assert np.all(q >= leap.lower - 1e-9) and np.all(q <= leap.upper + 1e-9)
+        lm = leap.landmarks(q)
+        assert np.linalg.norm(lm[4] - lm[8]) < 0.015                      # the pinch, on LEAP
+        publisher.stop()
+        publisher = None
+        wait_until(lambda: np.abs(np.array(cmds[-1].position) - leap.rest).max() < 1e-6, 10, "rest pose commanded")
+        for node in (RETARGET_NODE, DEX_TWIN_NODE):
+            assert probe.change_state(node, "deactivate")
+            assert probe.change_state(node, "cleanup")
+        assert probe.set_parameters(RETARGET_NODE, robot="my_hand_right")[0].successful
+        assert not probe.change_state(RETARGET_NODE, "configure")
+        wait_until(lambda: "my_hand_right" in procs[0].output(), 5, "the configure error")
+        assert "known robots" in procs[0].output()
+    finally:
+        if publisher is not None:
+            publisher.stop()
+        probe.close()
+        codes = [p.stop() for p in procs]
+    assert codes == [0, 0], [p.tail() for p in procs]

@@ -29,7 +29,7 @@ def test_pipeline_config_from_parameters_and_live_rules():
     cfg = pipeline_config(defaults)
     assert cfg.retarget.method == "dexpilot" and cfg.max_velocity == 10.0 and cfg.preprocess.mirror == "auto"
     with pytest.raises(ValueError, match="method must be one of"):
-        pipeline_config({**defaults, "method": "position"})
+        pipeline_config({**defaults, "method": "ik"})
     with pytest.raises(ValueError, match=r"max_acceleration must be in"):
         pipeline_config({**defaults, "max_acceleration": float("nan")})
     assert "configure" in check_change(RETARGET_PARAMS, "method", "vector", configured=True)

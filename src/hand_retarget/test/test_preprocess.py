@@ -117,3 +117,36 @@ def test_automatic_scale_maps_the_human_size_onto_the_robot(desc):
     assert res.scale == pytest.approx(0.8) and np.allclose(res.landmarks, lm, atol=1e-9)
     with pytest.raises(ValueError, match="robot_side"):
         PreprocessConfig(robot_side="up")
+
+
+def test_open_pose_calibration_turns_the_relaxed_hand_onto_the_robots_rest(desc):
+    """A relaxed (curled) open hand during calibration: afterwards that hand comes out as the robot's
+    rest pose (finger bone directions), the thumb keeps its own, and a fist still curls."""
+    from hand_retarget.preprocess import bone_directions, open_rotations
+
+    names = desc.joint_names
+    relaxed = np.zeros(len(names))
+    for f in ("index", "middle", "ring", "pinky"):
+        relaxed[names.index(f"{f}_mcp")] = 0.25
+        relaxed[names.index(f"{f}_pip")] = 0.3
+    relaxed = desc.couple(relaxed)
+    robot = desc.landmarks()
+    pre = Preprocessor(robot, PreprocessConfig(filter_min_cutoff=0.0, calibration_time=0.3, scale=1.0,
+                                               open_pose=True))
+    seen = camera_view(desc.landmarks(relaxed), 3)
+    for k in range(20):
+        out = pre.process(seen, "right", k / 30.0)
+        assert out.ok
+    assert pre.calibrator.done
+    got, want = bone_directions(out.landmarks), bone_directions(robot)
+    assert np.abs(np.einsum("ij,ij->i", got[4:], want[4:]) - 1.0).max() < 1e-6      # fingers: the rest pose
+    # a fist is still a fist: the index tip comes nearer the wrist than in the rest pose
+    fist = relaxed.copy()
+    for f in ("index", "middle", "ring", "pinky"):
+        fist[names.index(f"{f}_mcp")] = 1.3
+        fist[names.index(f"{f}_pip")] = 1.5
+    out = pre.process(camera_view(desc.landmarks(desc.couple(fist)), 3), "right", 1.0)
+    assert np.linalg.norm(out.landmarks[8]) < 0.8 * np.linalg.norm(robot[8])
+    # the rotation itself: identity for equal directions, exact for a known pair
+    r = open_rotations(np.array([[1.0, 0, 0], [0, 1.0, 0]]), np.array([[1.0, 0, 0], [0, 0, 2.0]]))
+    assert np.allclose(r[0], np.eye(3)) and np.allclose(r[1] @ [0, 1.0, 0], [0, 0, 1.0])

@@ -86,6 +86,8 @@ def test_malformed_input_is_refused(desc):
     with pytest.raises(ValueError, match="finite"):
         ret.retarget(bad)
     with pytest.raises(ValueError, match="method"):
-        RetargetConfig(method="position")
+        RetargetConfig(method="ik")
+    with pytest.raises(ValueError, match="position"):   # dex_hand has no position configuration
+        Retargeter(desc, str(paths.dex_urdf_path()), RetargetConfig(method="position"))
     with pytest.raises(ValueError, match="escape_dist"):
         RetargetConfig(project_dist=0.05, escape_dist=0.03)

@@ -1,0 +1,415 @@
+"""A robot hand to retarget onto, described by a dex-retargeting configuration + its URDF (no rclpy).
+
+:func:`load_robot` resolves a robot by **name** (``leap_hand_right``: dex-retargeting's own
+``configs/teleop/<name>_dexpilot.yml`` for ``dexpilot``, ``<name>.yml`` for ``vector``,
+``configs/offline/<name>.yml`` for ``position``) or by **path** to such a YAML file. The URDF the
+configuration names (``urdf_path``, relative) is looked up under ``robot_dir`` (default: the
+environment variable ``HAND_ROBOTS_DIR``, else ``../shared/robots`` from the working directory or
+from ``HAND_TELEOP_ROOT``).
+
+Every link and joint name comes from the configuration and the URDF: the digits are the
+configuration's fingertip links (DexPilot: thumb first, then the fingers radial to ulnar, as
+dex-retargeting assumes; vector/position: identified by their human landmark 4, 8, 12, 16, 20);
+each digit's chain is the URDF path from the wrist link to its tip. A missing link or joint is a
+:class:`RobotError` naming it and the file it was expected in.
+
+:class:`RobotHand` provides what the pipeline needs, in the URDF's own frame (pinocchio's world =
+the URDF root, m):
+
+- ``joint_names`` (all movable joints, pinocchio order; mimic joints included), ``lower``/``upper``
+  (rad, from the URDF; continuous joints get +-pi), ``rest`` (q = 0 clipped into the limits: the
+  flat hand of most URDF hands; a limit where 0 is outside, e.g. Allegro's ``joint_12.0``);
+- :meth:`RobotHand.landmarks` (21, 3): MediaPipe-ordered points from forward kinematics
+  (each digit's last three distinct joint origins + its tip); a digit the hand lacks (no little
+  finger) is extrapolated from its neighbours for the palm frame and flagged in ``missing``;
+- :attr:`RobotHand.kapandji_sites` (the per-robot site table: per Kapandji level, a tuple of
+  (link, offset (3,) m in that link, weight) or None where the hand cannot express the site);
+- the crossing clamp's abduction table (:meth:`RobotHand.finger_geometry`): per finger the joint
+  whose axis is (nearly) the palm normal, radial to ulnar.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import os
+import pathlib
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+DIGITS = ("thumb", "index", "middle", "ring", "pinky")
+TIP_LANDMARK = {4: "thumb", 8: "index", 12: "middle", 16: "ring", 20: "pinky"}
+DIGIT_LANDMARKS = {"thumb": (1, 2, 3, 4), "index": (5, 6, 7, 8), "middle": (9, 10, 11, 12),
+                   "ring": (13, 14, 15, 16), "pinky": (17, 18, 19, 20)}
+CONFIG_SUFFIX = {"dexpilot": ("teleop", "_dexpilot"), "vector": ("teleop", ""), "position": ("offline", "")}
+DEX_HAND = "dex_hand"
+
+
+class RobotError(ValueError):
+    """A robot configuration or URDF does not provide what retargeting needs (names it and the file)."""
+
+
+def dex_retargeting_config_dir() -> pathlib.Path:
+    import dex_retargeting
+
+    return pathlib.Path(dex_retargeting.__file__).parent / "configs"
+
+
+def default_robot_dir() -> pathlib.Path:
+    """``$HAND_ROBOTS_DIR``, else ``<root>/../shared/robots`` for root = ``$HAND_TELEOP_ROOT`` or the cwd."""
+    env = os.environ.get("HAND_ROBOTS_DIR")
+    if env:
+        return pathlib.Path(env)
+    root = pathlib.Path(os.environ.get("HAND_TELEOP_ROOT", "."))
+    return (root.resolve().parent / "shared" / "robots")
+
+
+def config_path(robot: str, method: str = "dexpilot") -> pathlib.Path:
+    """The dex-retargeting YAML for ``robot`` (a name or a path to a .yml/.yaml file) and ``method``."""
+    if robot.endswith((".yml", ".yaml")) or os.sep in robot:
+        p = pathlib.Path(robot)
+        if not p.is_file():
+            raise RobotError(f"robot configuration {p} does not exist")
+        return p
+    if method not in CONFIG_SUFFIX:
+        raise RobotError(f"method must be one of {tuple(CONFIG_SUFFIX)}, got {method!r}")
+    sub, suffix = CONFIG_SUFFIX[method]
+    p = dex_retargeting_config_dir() / sub / f"{robot}{suffix}.yml"
+    if not p.is_file():
+        known = sorted(q.stem.replace("_dexpilot", "") for q in (dex_retargeting_config_dir() / "teleop").glob("*.yml"))
+        raise RobotError(f"no dex-retargeting configuration {p.name} for robot '{robot}' ({method}) in {p.parent}; "
+                         f"known robots: {', '.join(sorted(set(known)))}, or give a path to a .yml file")
+    return p
+
+
+def read_config(path: pathlib.Path) -> dict:
+    import yaml
+
+    with open(path) as f:
+        data = yaml.safe_load(f)
+    if not isinstance(data, dict) or not isinstance(data.get("retargeting"), dict):
+        raise RobotError(f"{path}: not a dex-retargeting configuration (no 'retargeting' mapping)")
+    return dict(data["retargeting"])
+
+
+@dataclass(frozen=True)
+class Digit:
+    """One digit: ``tip`` link, ``joints`` (movable, wrist -> tip, URDF names), landmark points as
+    (link, offset (3,) m) for its 4 MediaPipe landmarks (proximal -> tip)."""
+
+    name: str
+    tip: str
+    joints: tuple[str, ...]
+    points: tuple[tuple[str, tuple[float, float, float]], ...]
+
+
+@dataclass
+class RobotHand:
+    """See the module docstring. Build it with :func:`load_robot`."""
+
+    name: str
+    config_file: str
+    urdf_path: str
+    retargeting: dict           # the configuration's 'retargeting' mapping, urdf_path resolved
+    wrist: str
+    digits: dict[str, Digit]
+    joint_names: tuple[str, ...]
+    lower: np.ndarray
+    upper: np.ndarray
+    mimic: dict[str, tuple[str, float, float]] = field(default_factory=dict)  # joint -> (parent, mult, offset)
+    warnings: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        import pinocchio as pin
+
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            self._model = pin.buildModelFromUrdf(self.urdf_path)
+        self._data = self._model.createData()
+        self._pin_names = [self._model.names[i] for i in range(1, self._model.njoints)]
+        self._q_index = [self._model.joints[self._model.getJointId(n)].idx_q for n in self.joint_names]
+        self._nq_cont = {n: self._model.joints[self._model.getJointId(n)].nq for n in self.joint_names}
+
+    @property
+    def scaling(self) -> float:
+        """The configuration's ``scaling_factor`` (human -> robot size; dex-retargeting default 1.0)."""
+        return float(self.retargeting.get("scaling_factor", 1.0))
+
+    # ---- kinematics -------------------------------------------------------------------------
+    @property
+    def rest(self) -> np.ndarray:
+        """(n,) rad: q = 0 clipped into the limits."""
+        return np.clip(np.zeros(len(self.joint_names)), self.lower, self.upper)
+
+    def _pin_q(self, q: np.ndarray) -> np.ndarray:
+        import pinocchio as pin
+
+        x = pin.neutral(self._model)
+        for i, n in enumerate(self.joint_names):
+            k = self._q_index[i]
+            if self._nq_cont[n] == 2:   # continuous: cos, sin
+                x[k], x[k + 1] = math.cos(q[i]), math.sin(q[i])
+            else:
+                x[k] = q[i]
+        return x
+
+    def link_poses(self, q: np.ndarray | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """{link: (position (3,) m, rotation (3, 3))} in the URDF root frame at ``q`` (n,) rad."""
+        import pinocchio as pin
+
+        q = self.rest if q is None else np.asarray(q, dtype=float)
+        pin.framesForwardKinematics(self._model, self._data, self._pin_q(q))
+        out = {}
+        for i, f in enumerate(self._model.frames):
+            if f.type == pin.FrameType.BODY:
+                m = self._data.oMf[i]
+                out[f.name] = (m.translation.copy(), m.rotation.copy())
+        return out
+
+    def point(self, poses: dict, link: str, offset) -> np.ndarray:
+        p, r = poses[link]
+        return p + r @ np.asarray(offset, dtype=float)
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """Digits (of thumb, index, middle, ring, pinky) the hand does not have."""
+        return tuple(d for d in DIGITS if d not in self.digits)
+
+    def landmarks(self, q: np.ndarray | None = None) -> np.ndarray:
+        """(21, 3) m MediaPipe-ordered landmarks at ``q`` (default rest), URDF root frame. A missing
+        finger is extrapolated (pinky = ring + (ring - middle), etc.)."""
+        poses = self.link_poses(q)
+        out = np.full((21, 3), np.nan)
+        out[0] = poses[self.wrist][0]
+        for d, dig in self.digits.items():
+            for idx, (link, off) in zip(DIGIT_LANDMARKS[d], dig.points):
+                out[idx] = self.point(poses, link, off)
+        fingers = ("index", "middle", "ring", "pinky")
+        for k, d in enumerate(fingers):
+            if d in self.digits:
+                continue
+            idx = list(DIGIT_LANDMARKS[d])
+            if k >= 2 and fingers[k - 1] in self.digits or k >= 2 and not np.isnan(out[DIGIT_LANDMARKS[fingers[k - 1]][0]]).any():
+                a, b = DIGIT_LANDMARKS[fingers[k - 1]], DIGIT_LANDMARKS[fingers[k - 2]]
+                out[idx] = 2 * out[list(a)] - out[list(b)]
+            else:
+                raise RobotError(f"{self.config_file}: the hand needs index and middle fingers (has "
+                                 f"{', '.join(self.digits)})")
+        return out
+
+    # ---- Kapandji site table ---------------------------------------------------------------
+    @property
+    def kapandji_sites(self) -> tuple:
+        """Per Kapandji level 1-10: tuple of (link, offset, weight), or None (the hand cannot express it)."""
+        def lm(d: str, k: int):
+            return self.digits[d].points[k]
+
+        def has(*ds):
+            return all(d in self.digits for d in ds)
+
+        sites = [
+            ((*lm("index", 0), 0.5), (*lm("index", 1), 0.5)) if has("index") else None,
+            ((*lm("index", 1), 0.5), (*lm("index", 2), 0.5)) if has("index") else None,
+            ((*lm("index", 3), 1.0),) if has("index") else None,
+            ((*lm("middle", 3), 1.0),) if has("middle") else None,
+            ((*lm("ring", 3), 1.0),) if has("ring") else None,
+            ((*lm("pinky", 3), 1.0),) if has("pinky") else None,
+            ((*lm("pinky", 2), 1.0),) if has("pinky") else None,
+            ((*lm("pinky", 1), 1.0),) if has("pinky") else None,
+            ((*lm("pinky", 0), 1.0),) if has("pinky") else None,
+            ((self.wrist, (0.0, 0.0, 0.0), 0.2), (*lm("index", 0), 0.3), (*lm("pinky", 0), 0.5))
+            if has("index", "pinky") else None,
+        ]
+        return tuple(sites)
+
+    # ---- crossing clamp ---------------------------------------------------------------------
+    def abduction_joints(self) -> dict[str, str]:
+        """{finger: abduction joint}: the chain joint whose axis is closest to the palm normal (|cos| >
+        0.7), for index, middle, ring, pinky; fingers without one are left out."""
+        lm = self.landmarks()
+        normal = np.cross(lm[5] - lm[0], lm[17] - lm[0])
+        normal /= np.linalg.norm(normal)
+        out = {}
+        for d in ("index", "middle", "ring", "pinky"):
+            if d not in self.digits:
+                continue
+            best, score = None, 0.7
+            for j in self.digits[d].joints:
+                axis = self.joint_axis(j)
+                c = abs(float(axis @ normal))
+                if c > score:
+                    best, score = j, c
+            if best is not None:
+                out[d] = best
+        return out
+
+    def joint_axis(self, joint: str) -> np.ndarray:
+        """Unit axis (3,) of ``joint`` in the root frame at rest (numerically, from forward kinematics)."""
+        import pinocchio as pin
+
+        jid = self._model.getJointId(joint)
+        i = self.joint_names.index(joint)
+        q = self.rest.copy()
+        pin.forwardKinematics(self._model, self._data, self._pin_q(q))
+        r0 = self._data.oMi[jid].rotation.copy()
+        q[i] += 1e-4
+        pin.forwardKinematics(self._model, self._data, self._pin_q(q))
+        w = pin.log3(self._data.oMi[jid].rotation @ r0.T)
+        return w / np.linalg.norm(w)
+
+    def finger_geometry(self, radius: float = 0.008) -> list:
+        """:class:`hand_retarget.safety.FingerGeometry` per finger with an abduction joint and a flexion
+        joint, radial to ulnar (palm plane: across = towards the index side, along = wrist
+        -> MCPs; ``sign`` = +1 when a positive abduction angle moves the finger radially)."""
+        from .safety import FingerGeometry
+
+        lm = self.landmarks()
+        along = 0.5 * (lm[5] + lm[17]) - lm[0]
+        across = lm[5] - lm[17]
+        along /= np.linalg.norm(along)
+        across -= (across @ along) * along
+        across /= np.linalg.norm(across)
+        out = []
+        for d, j in self.abduction_joints().items():
+            others = [c for c in self.digits[d].joints if c != j]
+            if not others:
+                continue
+            flex = others[0]            # the MCP flexion: the first other joint of the chain (LEAP: before it)
+            # the finger's direction MCP -> tip; its length to the DIP (proximal + middle phalanx: a URDF's
+            # MCP landmark may sit at the abduction axis, short of the real knuckle)
+            base, nxt = lm[DIGIT_LANDMARKS[d][0]], lm[DIGIT_LANDMARKS[d][1]]
+            v = lm[DIGIT_LANDMARKS[d][3]] - base
+            length = float(np.linalg.norm(lm[DIGIT_LANDMARKS[d][2]] - base))
+            q = self.rest.copy()
+            q[self.joint_names.index(j)] += 0.05
+            moved = self.landmarks(q)[DIGIT_LANDMARKS[d][1]] - nxt
+            sign = 1.0 if float(moved @ across) >= 0 else -1.0
+            out.append(FingerGeometry(d, float(base @ across), math.atan2(float(v @ across), float(v @ along)),
+                                      length, radius, self.joint_names.index(j),
+                                      self.joint_names.index(flex), sign))
+        return out
+
+
+def _chain(model, wrist_frame: int, tip_frame: int, path: str, tip: str) -> list[str]:
+    """Movable joint names from the wrist frame's joint to the tip (pinocchio model)."""
+    jid = model.frames[tip_frame].parentJoint
+    stop = model.frames[wrist_frame].parentJoint
+    out = []
+    while jid != stop:
+        if jid == 0:
+            raise RobotError(f"{path}: link '{tip}' is not below the wrist link '{model.frames[wrist_frame].name}'")
+        out.append(model.names[jid])
+        jid = model.parents[jid]
+    return out[::-1]
+
+
+def _repair_and_check_urdf(urdf: pathlib.Path) -> tuple[dict[str, tuple[str, float, float]], list[str]]:
+    """Mimic table and warnings (known defects such as a duplicate <inertial>) of the URDF."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(urdf).getroot()
+    notes = []
+    for link in root.iter("link"):
+        if len(link.findall("inertial")) > 1:
+            notes.append(f"{urdf}: link '{link.get('name')}' has {len(link.findall('inertial'))} <inertial> elements; "
+                         "the first is used")
+    mimic = {}
+    for j in root.iter("joint"):
+        m = j.find("mimic")
+        if m is not None:
+            mimic[j.get("name")] = (m.get("joint"), float(m.get("multiplier", 1.0)), float(m.get("offset", 0.0)))
+    return mimic, notes
+
+
+def load_robot(robot: str, method: str = "dexpilot", robot_dir: str | os.PathLike | None = None) -> RobotHand:
+    """A :class:`RobotHand` from a robot name or configuration path (see the module docstring).
+
+    RobotError names the missing file, link or joint and the file it was expected in."""
+    import pinocchio as pin
+
+    cfg_file = config_path(robot, method)
+    cfg = read_config(cfg_file)
+    rel = cfg.get("urdf_path")
+    if not rel:
+        raise RobotError(f"{cfg_file}: no 'urdf_path'")
+    urdf = pathlib.Path(rel)
+    if not urdf.is_absolute():
+        base = pathlib.Path(robot_dir) if robot_dir else default_robot_dir()
+        urdf = base / rel
+    if not urdf.is_file():
+        raise RobotError(f"URDF {urdf} (urdf_path '{rel}' of {cfg_file}) does not exist; set robot_dir "
+                         "(or HAND_ROBOTS_DIR) to the folder holding it")
+    kind = str(cfg.get("type", "")).lower()
+    if kind == "dexpilot":
+        wrist = cfg.get("wrist_link_name")
+        tips = list(cfg.get("finger_tip_link_names") or [])
+        names = dict(zip(DIGITS, tips))
+    elif kind in ("vector", "position"):
+        key = "target_task_link_names" if kind == "vector" else "target_link_names"
+        links = list(cfg.get(key) or [])
+        human = np.asarray(cfg.get("target_link_human_indices"))
+        task_h = human[1] if kind == "vector" else human
+        names = {TIP_LANDMARK[int(h)]: link for h, link in zip(task_h, links) if int(h) in TIP_LANDMARK}
+        wrist = (cfg.get("target_origin_link_names") or [None])[0] if kind == "vector" else None
+        if wrist is None:
+            wrist = cfg.get("wrist_link_name")
+    else:
+        raise RobotError(f"{cfg_file}: retargeting type '{cfg.get('type')}' is not one of DexPilot, vector, position")
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        model = pin.buildModelFromUrdf(str(urdf))
+    frames = {f.name: i for i, f in enumerate(model.frames) if f.type == pin.FrameType.BODY}
+    if wrist is None:
+        wrist = model.frames[next(i for i, f in enumerate(model.frames) if f.type == pin.FrameType.BODY)].name
+    for what, link in [("wrist link", wrist)] + [(f"{d} tip link", t) for d, t in names.items()]:
+        if link not in frames:
+            raise RobotError(f"{what} '{link}' (from {cfg_file}) does not appear in the URDF {urdf}")
+    if "thumb" not in names or "index" not in names:
+        raise RobotError(f"{cfg_file}: needs at least a thumb and an index fingertip link")
+    mimic, notes = _repair_and_check_urdf(urdf)
+    data = model.createData()
+    pin.framesForwardKinematics(model, data, pin.neutral(model))
+    joint_names = tuple(model.names[i] for i in range(1, model.njoints))
+    for j in cfg.get("target_joint_names") or []:
+        if j not in joint_names:
+            raise RobotError(f"joint '{j}' (target_joint_names of {cfg_file}) does not appear in the URDF {urdf}")
+    lower, upper = [], []
+    for n in joint_names:
+        jid = model.getJointId(n)
+        lo, hi = float(model.lowerPositionLimit[model.joints[jid].idx_q]), float(model.upperPositionLimit[model.joints[jid].idx_q])
+        if model.joints[jid].nq == 2 or not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo > 1e6:
+            lo, hi = -math.pi, math.pi
+            notes.append(f"{urdf}: joint '{n}' has no finite limits (continuous): using [-pi, pi]")
+        lower.append(lo)
+        upper.append(hi)
+    digits = {}
+    for d, tip in names.items():
+        chain = _chain(model, frames[wrist], frames[tip], str(urdf), tip)
+        # distinct joint origins along the chain (child link frames), then the tip
+        pts: list[tuple[str, tuple[float, float, float]]] = []
+        last = None
+        for j in chain:
+            jid = model.getJointId(j)
+            link = next(f.name for f in model.frames if f.type == pin.FrameType.BODY and f.parentJoint == jid
+                        and f.placement.translation.dot(f.placement.translation) < 1e-12)
+            p = data.oMi[jid].translation
+            if last is not None and np.linalg.norm(p - last) < 0.005:
+                pts[-1] = (link, (0.0, 0.0, 0.0))
+                last = p.copy()
+                continue
+            pts.append((link, (0.0, 0.0, 0.0)))
+            last = p.copy()
+        pts = pts[-3:]
+        if len(pts) < 3:
+            raise RobotError(f"{urdf}: the {d} chain to '{tip}' has only {len(pts)} distinct joints (3 needed)")
+        pts.append((tip, (0.0, 0.0, 0.0)))
+        digits[d] = Digit(d, tip, tuple(chain), tuple(pts))
+    resolved = dict(cfg)
+    resolved["urdf_path"] = str(urdf)
+    name = cfg_file.stem.replace("_dexpilot", "")
+    hand = RobotHand(name, str(cfg_file), str(urdf), resolved, wrist, digits, joint_names, np.array(lower),
+                     np.array(upper), mimic, notes)
+    for n in notes:
+        warnings.warn(n, stacklevel=2)
+    return hand
