@@ -32,6 +32,7 @@ def target_us(rig):
 
 
 def test_cross_parameter_rules_are_refused_at_set_time_with_reasons(rig):
+    rig.wait_diag(lambda lvl, m, v: "board_channels" in v, 10.0, "the board's first STATUS")  # its values rule
     for value in (0.6, 2.0):
         res = rig.probe.set_parameters(NODE, heartbeat_period_s=value)[0]
         assert not res.successful and "board watchdog of 0.5 s (the board reports)" in res.reason
