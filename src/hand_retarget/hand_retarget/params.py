@@ -8,8 +8,9 @@ The nodes declare exactly these (each with a ParameterDescriptor); tests check t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
+
+from hand_common.param_spec import ParamSpec as Param
 
 from .kapandji import KapandjiConfig
 from .pipeline import PipelineConfig
@@ -17,17 +18,6 @@ from .preprocess import MIRROR_CHOICES, PreprocessConfig
 from .retarget import METHODS, RetargetConfig
 
 HAND_CHOICES = ("best", "left", "right")
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    default: Any
-    description: str
-    range: tuple[float, float] | None = None
-    live: bool = False
-    choices: tuple[str, ...] | None = None
-    array_type: type | None = None
 
 
 RETARGET_PARAMS: tuple[Param, ...] = (
