@@ -18,7 +18,7 @@ test: bootstrap
 PRIVATE_DOMAIN = export ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-$$((1 + RANDOM % 101))}
 
 demo: bootstrap
-	@. tools/env.sh && $(PRIVATE_DOMAIN) && python -m hand_bringup.runner demo --video "$(VIDEO)" --out "$(OUT)"
+	@. tools/env.sh && $(PRIVATE_DOMAIN) && python -m hand_bringup.cli demo --video "$(VIDEO)" --out "$(OUT)"
 
 # the gesture-teleoperated SO-101 arm (arm_teleop) on the video: out/arm/arm_demo.mp4, summary.json
 arm-demo: bootstrap

@@ -37,7 +37,7 @@ setup(
     entry_points={
         "console_scripts": [
             "lifecycle_manager = hand_bringup.lifecycle_manager:main",
-            "runner = hand_bringup.runner:main",
+            "runner = hand_bringup.cli:main",
             "arm_demo = hand_bringup.arm_demo:main",
             "dex_demo = hand_bringup.dex_demo:main",
         ],

@@ -13,7 +13,7 @@ Supervision: the node processes die with the runner whatever kills it (PR_SET_PD
 alive on its ROS_DOMAIN_ID. The bag is crash safe (see :class:`hand_common.bag.BagWriter`): after
 kill -9 it opens with rosbags and lacks at most the last ``BagWriter.segment_s`` seconds.
 
-  python -m hand_bringup.runner demo --video ../shared/media/human_hand_video.mp4 --out out
+  python -m hand_bringup.cli demo --video ../shared/media/human_hand_video.mp4 --out out
   python -m hand_bringup.runner sim --source camera:0
   python -m hand_bringup.runner param hand_tracker index_curled_angle 1.7   # = ros2 param set
   python -m hand_bringup.runner calibrate open                              # tracker calibration
@@ -566,14 +566,12 @@ def _video_frame_count(path: str) -> int:
 
 
 def run_profile(args: argparse.Namespace) -> int:
-    from hand_bringup import demo
-
     out = pathlib.Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     overrides = parse_overrides(args.param or [])
     params_files = parse_params_files(args.params_file or [])
-    if args.profile == "demo":
-        return demo.run_demo(args, out, overrides, params_files)
+    if getattr(args, "handler", None) is not None:  # e.g. demo: hand_bringup.cli passes demo.run_demo
+        return args.handler(args, out, overrides, params_files)
     source = args.source or (f"video:{os.path.abspath(args.video)}" if args.video else "camera:0")
     overrides.setdefault("tracker", {}).setdefault("source", source)
     frames = None
@@ -650,11 +648,19 @@ def run_calibrate(args: argparse.Namespace) -> int:
     return 0 if res.success else 1
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Profiles whose run is a function of a module above the runner (demo imports the runner); the CLI in
+# hand_bringup.cli passes them in, so the runner never imports its own callers (no import cycle).
+HANDLED_PROFILES = ("demo",)
+
+
+def build_parser(handlers: dict[str, Any] | None = None) -> argparse.ArgumentParser:
+    """The runner's CLI. handlers: profile -> run(args, out, overrides, params_files) -> exit code;
+    a profile in HANDLED_PROFILES without a handler is not offered."""
+    handlers = handlers or {}
     p = argparse.ArgumentParser(prog="runner", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     # every bringup profile but gazebo (which needs `gz sim` and ros_gz_bridge: use its launch file)
-    for profile in [p for p in PROFILES if p != "gazebo"]:
+    for profile in [p for p in PROFILES if p != "gazebo" and (p not in HANDLED_PROFILES or p in handlers)]:
         s = sub.add_parser(profile, help=f"run the '{profile}' node set")
         s.add_argument("--video", help="video file for the tracker (default for demo: the shared hand video)")
         s.add_argument("--source", help="tracker source, e.g. camera:0 (overrides --video)")
@@ -667,7 +673,7 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--no-record", action="store_true", help="do not write a bag")
         s.add_argument("--no-sim-board", action="store_true", help="hardware: use a real board at servo_driver.port")
         s.add_argument("--duration", type=float, help="stop after this many seconds")
-        s.set_defaults(func=run_profile, profile=profile)
+        s.set_defaults(func=run_profile, profile=profile, handler=handlers.get(profile))
     s = sub.add_parser("param", help="set a parameter on a running node (= ros2 param set)")
     s.add_argument("node"), s.add_argument("name"), s.add_argument("value")
     s.set_defaults(func=run_param)
@@ -682,12 +688,12 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, handlers: dict[str, Any] | None = None) -> None:
     # SIGTERM (kill, systemd, docker stop) stops like Ctrl-C: actuators to the safe pose first. SIGINT
     # explicitly too: a runner started in the background inherits it as ignored.
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    args = build_parser().parse_args(argv)
+    args = build_parser(handlers).parse_args(argv)
     try:
         sys.exit(args.func(args))
     except (OSError, ValueError, TypeError, TimeoutError, RuntimeError) as exc:

@@ -45,7 +45,7 @@ def test_demo_on_a_short_clip(video_path, tmp_path):
         writer.write(frame)
     writer.release()
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "hand_bringup.runner", "demo", "--video", str(clip),
+    proc = subprocess.run([sys.executable, "-m", "hand_bringup.cli", "demo", "--video", str(clip),
                            "--out", str(out)], capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())

@@ -110,8 +110,11 @@ STREAM = QosSpec(reliable=True, depth=10)
 #: What an actuator subscribes with: only the newest command matters; older queued ones are
 #: dropped rather than replayed late.
 LATEST = QosSpec(reliable=True, depth=1)
-#: Camera-sized images: best effort, depth 2 (a lost frame is better than a late one).
-IMAGE = QosSpec(reliable=False, depth=2)
+#: Camera-sized images: reliable keep-last 2 (an old frame is overwritten, never queued late).
+#: Reliable because RViz's Image display subscribes reliable by default (rviz_common's
+#: RosTopicDisplay starts from ``rclcpp::QoS(5)``, reliable/volatile) and a reliable subscription
+#: does not match a best-effort publisher; a best-effort subscriber still matches this one.
+IMAGE = QosSpec(reliable=True, depth=2)
 #: Latched data (robot_description): reliable + transient local, as robot_state_publisher offers it.
 LATCHED = QosSpec(reliable=True, depth=1, transient_local=True)
 

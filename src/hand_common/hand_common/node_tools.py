@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import rclpy
@@ -24,6 +24,8 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
+
+from hand_common.param_spec import ParamSpec
 
 _TYPES = {
     bool: ParameterType.PARAMETER_BOOL,
@@ -99,6 +101,17 @@ def declare(
         else:
             raise ValueError(f"{name}: range only applies to int/float parameters")
     return node.declare_parameter(name, default, desc).value
+
+
+def declare_spec(node: Node, spec: ParamSpec) -> Any:
+    """Declare one :class:`~hand_common.param_spec.ParamSpec` (see :func:`declare`); returns its value."""
+    return declare(node, spec.name, spec.default, spec.description, range=spec.range, step=spec.step,
+                   read_only=spec.read_only, array_type=spec.array_type)
+
+
+def declare_specs(node: Node, specs: Iterable[ParamSpec]) -> dict[str, Any]:
+    """Declare every spec of a parameter table; returns ``{name: current value}``."""
+    return {s.name: declare_spec(node, s) for s in specs}
 
 
 def run(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:

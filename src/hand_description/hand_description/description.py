@@ -26,11 +26,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import yaml
 
+from hand_common.contract import FINGER_NAMES
+
 #: Mirror matrix between the right and the left hand (palm frame y -> -y).
 MIRROR = np.diag([1.0, -1.0, 1.0])
 
-#: Digits, proximal joint first; must match hand_common.contract (checked by the tests).
-DIGITS: tuple[str, ...] = ("thumb", "index", "middle", "ring", "pinky")
+#: Digits, thumb first: the contract's names (hand_common.contract.FINGER_NAMES, one home).
+DIGITS: tuple[str, ...] = FINGER_NAMES
 
 
 class DescriptionError(ValueError):

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-DIGITS = ("thumb", "index", "middle", "ring", "pinky")
+from hand_common.contract import FINGER_NAMES as DIGITS
 
 
 def flexor_lengths(model, data=None) -> dict[str, tuple[float, float]]:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 import pathlib
-from dataclasses import dataclass
 from typing import Any
+
+from hand_common.param_spec import ParamSpec as Param
 
 from .kapandji import KapandjiConfig
 from .pipeline import PipelineConfig
@@ -18,17 +19,6 @@ from .preprocess import MIRROR_CHOICES, PreprocessConfig
 from .retarget import METHODS, RetargetConfig
 
 HAND_CHOICES = ("best", "left", "right")
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    default: Any
-    description: str
-    range: tuple[float, float] | None = None
-    live: bool = False
-    choices: tuple[str, ...] | None = None
-    array_type: type | None = None
 
 
 RETARGET_PARAMS: tuple[Param, ...] = (

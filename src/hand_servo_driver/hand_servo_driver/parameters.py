@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hand_common.contract import FINGER_NAMES
+from hand_common.param_spec import ParamSpec
 from hand_servo_driver.calibration import (
     SG90_SAFE_MAX_US,
     SG90_SAFE_MIN_US,
@@ -24,21 +25,6 @@ from hand_servo_driver.calibration import (
     ServoCalibration,
 )
 from hand_servo_driver.core import DriverConfig, DriverConfigError, ServoSettings
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    """One parameter: name, default (its type is the parameter type), description, inclusive
-    numeric range, element type for arrays, and whether a change applies live (else at the next
-    configure)."""
-
-    name: str
-    default: Any
-    description: str
-    range: tuple[float, float] | None = None
-    array_type: type | None = None
-    live: bool = False
-
 
 GLOBAL_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("port", "/dev/ttyACM0", "Serial device of the board (a pty link for sim_board). Applies at configure."),

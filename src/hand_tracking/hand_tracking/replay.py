@@ -27,7 +27,7 @@ import numpy as np
 
 from hand_common.contract import TOPIC_LANDMARKS
 from hand_tracking.landmarks import HandObservation
-from hand_tracking.sources import Clock, FrameError, SourceError
+from hand_tracking.source_errors import Clock, FrameError, SourceError
 
 LANDMARKS_TYPE = "hand_msgs/msg/HandLandmarksArray"
 

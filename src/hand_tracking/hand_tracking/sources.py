@@ -33,18 +33,10 @@ from typing import Protocol
 
 import numpy as np
 
-Clock = Callable[[], float]
+from hand_tracking.source_errors import Clock, FrameError, SourceError
 
 SOURCE_KINDS = ("camera", "video", "images", "bag", "topic")
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
-
-
-class SourceError(RuntimeError):
-    """The source cannot be opened or stopped delivering frames (actionable message)."""
-
-
-class FrameError(RuntimeError):
-    """One frame could not be read or decoded; the source continues with the next one."""
 
 
 @dataclass

@@ -13,20 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from hand_common.contract import FINGER_NAMES
+from hand_common.param_spec import ParamSpec as Param
 
 from .model import INTEGRATORS
 from .render import MAX_RENDER_RATE
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    default: Any
-    description: str
-    range: tuple[float, float] | None = None
-    live: bool = False  # may change while configured (inactive/active)
-    array_type: type | None = None
-
 
 HANDS_MODES = ("one", "two")
 
