@@ -60,9 +60,16 @@ def test_cropped_frames_are_held_not_driven(video_path):
     # no cropped frame drives the output: each is a miss (no hand or refused by the gate), so the
     # last good pose is held and then released after max_missed_frames
     assert not any(outs[k].accepted for k in crop_k)
+    # MediaPipe still sees the hand in most of them: the gate refuses it for leaving the image
+    refused = [outs[k] for k in crop_k if outs[k].rejected == "outside_image"]
+    print(f"\ncrop: {len(crop_k)} cropped frames, {len(refused)} refused as outside_image, "
+          f"statuses {[outs[k].status for k in crop_k]}")
+    assert len(refused) >= len(crop_k) // 2
     assert outs[crop_k[0] - 1].status == "tracked"
     before = outs[crop_k[0] - 1].finger_flexions
     held = [outs[k] for k in crop_k if outs[k].status == "held"]
     assert held and all(np.array_equal(o.finger_flexions, before) for o in held)
-    # the hand comes back as soon as the picture does
-    assert outs[crop_k[-1] + 1].status == "tracked"
+    # the hand comes back with the picture: MediaPipe (video mode) needs one frame to re-detect
+    # after the jump (frame 150: no hand), then it is tracked again (156 and on)
+    after = [outs[crop_k[-1] + j].status for j in (1, 2, 3)]
+    assert after[1:] == ["tracked", "tracked"], after
