@@ -12,10 +12,12 @@ Pinch: thumb tip–index tip distance divided by the palm length (wrist–middle
 world landmarks) so it does not depend on the hand's size. **Hysteresis**: the pinch engages below
 ``pinch_close`` and releases only above ``pinch_open`` (> close): when thumb and index touch, the
 landmarks of the occluded tips jitter by several mm, and one threshold would chatter. Measured on
-the shared video (legacy MediaPipe, model_complexity 0): the thumb–index pinch reads 0.23-0.27,
-the thumb–middle pinch that follows it 0.31-0.37 (index nearby), an open hand 0.6-1.0;
-model_complexity 1 reads the index pinch 0.28-0.32 and the middle pinch above 0.57. Defaults
-0.30 / 0.45. A pinch
+the shared video with the tracker's landmark model (legacy MediaPipe, model_complexity 1, issue 15):
+the thumb–index pinch (tips < 30 mm, frames 311-333) reads 0.255-0.325 (0.349 at 309 as the tips
+meet); nothing else outside the fists reads below 0.435 (frame 32, a loosely cupped hand; the
+middle/ring/little pinches read above 0.52). Defaults 0.34 (0.015 above the pinch's plateau,
+0.095 below the cupped hand) / 0.45.
+(Complexity 0 read the index pinch 0.23-0.27 but the middle pinch down to 0.315.) A pinch
 engages only while at least ``pinch_min_other_extended`` of middle/ring/pinky are extended: a hand
 closing into a fist passes through a thumb–index contact that is not a pinch (shared video,
 frame 255). Priority: fist (no digit extended) > pinch > open palm (≥ ``open_min_extended``
@@ -53,7 +55,7 @@ class GestureConfig:
     finger_extended_angle: float = 2.40
     thumb_extended_angle: float = 2.65
     open_min_extended: int = 4
-    pinch_close: float = 0.30
+    pinch_close: float = 0.34
     pinch_open: float = 0.45
     pinch_min_other_extended: int = 2
 

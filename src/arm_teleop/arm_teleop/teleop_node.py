@@ -50,7 +50,7 @@ PARAMS = [
     ("finger_extended_angle", 2.40, "finger extended above this mean joint angle (rad)", (0.1, 3.1)),
     ("thumb_extended_angle", 2.65, "thumb extended above this mean joint angle (rad)", (0.1, 3.1)),
     ("open_min_extended", 4, "digits extended for an open palm", (1, 5)),
-    ("pinch_close", 0.30, "pinch engages below this thumb-index distance / palm length", (0.01, 2.0)),
+    ("pinch_close", 0.34, "pinch engages below this thumb-index distance / palm length", (0.01, 2.0)),
     ("pinch_open", 0.45, "pinch releases above this thumb-index distance / palm length", (0.01, 2.0)),
     ("pinch_min_other_extended", 2, "middle/ring/pinky extended for a pinch to engage", (0, 3)),
     ("smoothing_time_s", 0.15, "exponential smoothing time constant of the targets (s)", (0.0, 5.0)),

@@ -98,7 +98,9 @@ def main(argv: list[str] | None = None) -> int:
 
     renderer = OffscreenRenderer(_Hand(), RenderConfig(args.height * 4 // 3, args.height, "front"))
     src = VideoFileSource(args.video, realtime=False, loop=False)
-    backend = MediaPipeHands(MediaPipeConfig(max_num_hands=1, model_complexity=0), mirror=False)
+    # the tracker's own landmark model (MediaPipeConfig default, model_complexity 1): complexity 0's
+    # 3-D tips stay >= 58 mm apart in a thumb-index pinch (issue 15)
+    backend = MediaPipeHands(MediaPipeConfig(max_num_hands=1), mirror=False)
     pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     writer = None
     dt = 1.0 / 100.0

@@ -9,6 +9,10 @@ into windows:
   finger, ``curled`` = the fist's. A finger whose fist curl is not at least ``min_range`` rad below
   its open curl is rejected by name (the two captures look alike for that finger: the fist was
   not made, or tracking failed).
+- each capture must look like its pose (:func:`check_pose`): an "open" capture whose fingers
+  read closed under reference windows (the tracker's evidence-based defaults), or a "fist" whose
+  fingers read open, is refused naming the finger and its angle, so a fist taken as the open
+  capture cannot poison the windows;
 - per joint (``/hand/joint_flexions``): ``straight`` = the open hand's angle of that joint,
   ``curled`` = the fist's, but never closer to ``straight`` than ``min_joint_range`` rad. Some
   joints barely move in a fist (the thumb's CMC, a DIP held stiff); a narrower window would turn
@@ -107,12 +111,47 @@ def capture_pose(pose: str, angles: ArrayLike) -> CapturedPose:
     return CapturedPose(pose, mean, finger_curls(mean), len(a), len(a))
 
 
+def check_pose(pose: CapturedPose, reference: Windows, *, limit: float = 0.5) -> None:
+    """Refuse a capture that does not look like its pose; CalibrationError names finger and angle.
+
+    reference: finger windows (5, FINGER_NAMES) to read the capture with (uncalibrated defaults).
+    "open": every digit must read flexion <= ``limit``; "fist": index..pinky must read >= ``limit``
+    (the thumb barely curls in a fist and is not judged).
+    """
+    flex = reference.flexions(pose.curls)
+    wrong = []
+    for i, name in enumerate(FINGER_NAMES):
+        if pose.pose == "open" and flex[i] > limit:
+            wrong.append(f"{name} {pose.curls[i]:.2f} rad (reads {flex[i]:.2f} closed; straight is "
+                         f"{reference.straight[i]:.2f})")
+        elif pose.pose == "fist" and i > 0 and flex[i] < limit:
+            wrong.append(f"{name} {pose.curls[i]:.2f} rad (reads {flex[i]:.2f}; curled is "
+                         f"{reference.curled[i]:.2f})")
+    if wrong:
+        looks = "closed" if pose.pose == "open" else "open"
+        raise CalibrationError(f"{pose.pose} capture looks {looks}: " + ", ".join(wrong) +
+                               f"; hold the hand {'open and flat' if pose.pose == 'open' else 'in a fist'}"
+                               " and retry")
+
+
 @dataclass(frozen=True)
 class Calibration:
-    """Windows set by a calibration: per finger (5) and per joint (15)."""
+    """Windows set by a calibration: per finger (5) and per joint (15).
+
+    quality: the smallest open-to-fist curl range of index..pinky, rad, clipped to [0, 1] (a full
+    fist ranges about 1.0-1.4 rad; the thumb is not counted). Below 0.5 the fist was shallow and
+    flexions will be noisy.
+    """
 
     fingers: Windows
     joints: Windows
+    quality: float = 1.0
+
+    def describe(self) -> str:
+        """Human-readable windows and quality (the ~/calibrate reply)."""
+        w = ", ".join(f"{f} {s:.2f}->{c:.2f}" for f, s, c in
+                      zip(self.fingers.names, self.fingers.straight, self.fingers.curled))
+        return f"finger windows (rad, straight->curled): {w}; quality {self.quality:.2f}"
 
 
 def windows_from_poses(open_pose: CapturedPose, fist_pose: CapturedPose, *, min_range: float = 0.15,
@@ -137,4 +176,5 @@ def windows_from_poses(open_pose: CapturedPose, fist_pose: CapturedPose, *, min_
     straight = np.clip(open_pose.angles, min_joint_range, math.pi)
     curled = np.clip(np.minimum(fist_pose.angles, straight - min_joint_range), 0.0, math.pi)
     joints = Windows(JOINT_NAMES, tuple(straight), tuple(curled))
-    return Calibration(fingers, joints)
+    span = float(np.min(open_pose.curls[1:] - fist_pose.curls[1:]))
+    return Calibration(fingers, joints, quality=float(np.clip(span / 1.0, 0.0, 1.0)))

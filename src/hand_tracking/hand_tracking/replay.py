@@ -262,7 +262,9 @@ def landmark_array(store: Any, hands: list[HandObservation], *, stamp: float, fr
 
     msgs = [HL(header=header, frame_index=frame_index, handedness=h.handedness,
                handedness_score=float(h.score), hand_id=int(h.hand_id), image_width=width,
-               image_height=height, image_landmarks=pts(h.image), world_landmarks=pts(h.world))
+               image_height=height, image_landmarks=pts(h.image), world_landmarks=pts(h.world),
+               # the gate's verdict is not known here (raw detections); a replay re-judges them
+               accepted=False, quality=0.0, rejection="")
             for h in hands]
     return HLA(header=header, hands=msgs)
 

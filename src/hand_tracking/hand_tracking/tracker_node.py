@@ -70,7 +70,13 @@ from hand_common import contract
 from hand_common.contract import FINGER_NAMES, JOINT_NAMES
 from hand_common.filters import OneEuroParams
 from hand_common.node_tools import SafeLifecycleNode, declare, run
-from hand_tracking.calibration import CalibrationError, CapturedPose, PoseCapture, windows_from_poses
+from hand_tracking.calibration import (
+    CalibrationError,
+    CapturedPose,
+    PoseCapture,
+    check_pose,
+    windows_from_poses,
+)
 from hand_tracking.geometry import MIN_WINDOW_RAD, Windows
 from hand_tracking.hand_identity import TwoHandCore, TwoHandOutput
 from hand_tracking.landmarks import (
@@ -97,9 +103,12 @@ from hand_tracking.tracker_core import (
     DEFAULT_JOINT_CURLED,
     DEFAULT_JOINT_STRAIGHT,
     HAND_PREFERENCES,
+    REJECT_REASONS,
+    QualityGate,
     TrackerConfig,
     TrackerCore,
     TrackOutput,
+    default_finger_windows,
 )
 
 PI = math.pi
@@ -159,7 +168,8 @@ class _Stats:
 class _Capture:
     capture: PoseCapture
     future: Future
-    deadline: float
+    deadline: float  # monotonic s; moved forward by every frame
+    slack: float  # s without a frame after which the capture fails
 
 
 class TrackerNode(SafeLifecycleNode):
@@ -237,8 +247,17 @@ class TrackerNode(SafeLifecycleNode):
           range=(0.0, 1.0))
         d(self, "static_image_mode", False, "MediaPipe detects on every frame (unrelated images) "
           "instead of tracking between frames.")
-        d(self, "use_world_landmarks", True, "Angles from MediaPipe world landmarks (metric 3-D, "
-          "orientation-independent); false = image landmarks in pixels.")
+        d(self, "landmark_mode", "fused", "Skeleton the angles come from: fused (MediaPipe's image head "
+          "for in-plane coordinates fitted onto the world head, depth from both), world (world head "
+          "only) or image (image landmarks in pixels).")
+        d(self, "gate_enabled", True, "Frame-quality gate: refuse (hold the last pose) frames with "
+          "landmarks outside the image, implausible sizes, bone-length jumps or a low score.")
+        d(self, "gate_max_outside_fraction", 0.25, "Gate: largest fraction of the 21 image landmarks "
+          "outside the image.", range=(0.0, 1.0))
+        d(self, "gate_max_bone_jump", 0.5, "Gate: largest one-frame change of a bone, palm widths.",
+          range=(0.01, 10.0))
+        d(self, "gate_min_score", 0.55, "Gate: lowest handedness-classifier confidence max(s, 1-s).",
+          range=(0.0, 1.0))
         d(self, "hand_preference", "any", "Which hand drives the flexions: any (most confident), "
           "right or left (physical hand).")
         for i, f in enumerate(FINGER_NAMES):
@@ -298,7 +317,11 @@ class TrackerNode(SafeLifecycleNode):
         return TrackerConfig(
             finger_windows=fingers,
             joint_windows=joints,
-            use_world_landmarks=bool(v["use_world_landmarks"]),
+            landmark_mode=str(v["landmark_mode"]),
+            gate=QualityGate(enabled=bool(v["gate_enabled"]),
+                             max_outside_fraction=float(v["gate_max_outside_fraction"]),
+                             max_bone_jump=float(v["gate_max_bone_jump"]),
+                             min_score=float(v["gate_min_score"])),
             hand_preference=str(v["hand_preference"]),
             filter_enabled=bool(v["filter_enabled"]),
             filter=OneEuroParams(float(v["filter_min_cutoff"]), float(v["filter_beta"]),
@@ -631,6 +654,7 @@ class TrackerNode(SafeLifecycleNode):
             cap = self._capture
             if cap is not None:
                 cap.capture.add(t, out.raw_angles)
+                cap.deadline = time.monotonic() + cap.slack
         if cap is not None and cap.capture.done:
             self._finish_capture()
         t2 = time.monotonic()
@@ -655,10 +679,21 @@ class TrackerNode(SafeLifecycleNode):
                  frame_id: str, width: int, height: int, landmarks) -> None:
         header = Header(stamp=stamp, frame_id=frame_id)
 
+        judged = list(out.sides.values()) if isinstance(out, TwoHandOutput) else [out]
+
+        def verdict(h: HandObservation) -> tuple[bool, float, str]:
+            """(accepted, quality, rejection) of a detection: the gate's verdict if it was judged."""
+            for o in judged:
+                if o.hand is not None and np.array_equal(o.hand.image, h.image, equal_nan=True):
+                    return o.accepted, float(o.quality), o.rejected
+            return False, 0.0, "not_followed"
+
         def array(hs: list[HandObservation]) -> HandLandmarksArray:
             msg = HandLandmarksArray(header=header)
             for h in hs:
+                ok, quality, rejection = verdict(h)
                 msg.hands.append(HandLandmarks(
+                    accepted=ok, quality=quality, rejection=rejection,
                     header=header, frame_index=int(index), handedness=h.handedness,
                     handedness_score=float(h.score), hand_id=int(h.hand_id), image_width=int(width),
                     image_height=int(height), image_landmarks=_points(np.nan_to_num(h.image)),
@@ -725,7 +760,9 @@ class TrackerNode(SafeLifecycleNode):
             if self._capture is not None:
                 response.message = f"a {self._capture.capture.pose} capture is already running"
                 return response
-            self._capture = _Capture(PoseCapture(pose, duration), future, time.monotonic() + duration + slack)
+            # the deadline counts media frames: it only passes when no frame arrived for `slack` s
+            # (moved forward on every frame, see _handle), never because a slow source is slow
+            self._capture = _Capture(PoseCapture(pose, duration), future, time.monotonic() + slack, slack)
         self.get_logger().info(f"calibration: capturing {pose} for {duration:.2f} s")
         await future
         result = future.result()
@@ -734,6 +771,13 @@ class TrackerNode(SafeLifecycleNode):
             self.get_logger().warning(f"calibration: {result}")
             return response
         captured: CapturedPose = result
+        try:
+            check_pose(captured, default_finger_windows())
+        except CalibrationError as exc:
+            response.message = str(exc)
+            response.captured_curl_rad = [float(c) for c in captured.curls]
+            self.get_logger().warning(f"calibration: {exc}")
+            return response
         response.captured_curl_rad = [float(c) for c in captured.curls]
         response.frames = captured.frames
         other = "fist" if pose == "open" else "open"
@@ -769,8 +813,7 @@ class TrackerNode(SafeLifecycleNode):
             return response
         self._calibration_state = "calibrated"
         response.success = True
-        response.message = "windows set: " + ", ".join(
-            f"{f} {s:.2f}→{c:.2f} rad" for f, s, c in zip(FINGER_NAMES, cal.fingers.straight, cal.fingers.curled))
+        response.message = "windows set: " + cal.describe()
         self.get_logger().info(f"calibration: {response.message}")
         return response
 
@@ -798,8 +841,8 @@ class TrackerNode(SafeLifecycleNode):
         cap = self._capture
         if cap is not None and now > cap.deadline:
             self._finish_capture(CalibrationError(
-                f"{cap.capture.pose} capture: no frames arrived in time ({cap.capture.frames_total} frames "
-                f"seen); is the source delivering?"))
+                f"{cap.capture.pose} capture: no frame arrived for {cap.slack:.1f} s "
+                f"({cap.capture.frames_total} frames seen); is the source delivering?"))
         active = self.lifecycle_state == "active"
         timeout = float(self.get_parameter("frame_timeout").value)
         if active and not self._finished and self._watchdog == "ok" and now - self._last_frame > timeout:
@@ -809,6 +852,12 @@ class TrackerNode(SafeLifecycleNode):
             self.get_logger().error(f"watchdog: no frame for {timeout:.2f} s from {self._spec}")
         if now - self._last_diag >= float(self.get_parameter("diagnostics_period").value):
             self._publish_diagnostics(now)
+
+    def _rejections(self) -> dict[str, int]:
+        """Frames refused by the quality gate per reason since configure (both sides summed)."""
+        core = self._core
+        cores = list(core.cores.values()) if isinstance(core, TwoHandCore) else [core] if core else []
+        return {k: sum(c.rejections[k] for c in cores) for k in REJECT_REASONS}
 
     def _publish_diagnostics(self, now: float) -> None:
         period = max(now - self._last_diag, 1e-3)
@@ -840,6 +889,7 @@ class TrackerNode(SafeLifecycleNode):
             "bad_frames": str(self._bad_frames),
             "dropped_frames": str(self._prefetch.dropped if self._prefetch is not None else 0),
             "tracking": self._last_status or "none",
+            **{f"rejected_{k}": str(n) for k, n in self._rejections().items()},
             "calibration": self._calibration_state,
             "last_error": self._last_error,
         }

@@ -163,7 +163,7 @@ def test_image_landmarks_option_uses_pixels():
     h = HandObservation(image=w / np.array([640, 480, 640]) + 0.3, world=np.zeros((21, 3)), handedness="right")
     world_core = make_core()
     assert "collapsed palm" in world_core.update([h], 0.0).reason
-    img_core = make_core(use_world_landmarks=False)
+    img_core = make_core(landmark_mode="image")
     out = img_core.update([h], 0.0, 640, 480)
     assert out.status == "tracked"
     np.testing.assert_allclose(out.raw_angles, joint_angles(w), atol=1e-9)

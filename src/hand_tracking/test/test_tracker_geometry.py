@@ -105,7 +105,7 @@ def test_windows_validate_and_name_the_finger():
     w = default_finger_windows()
     assert w.names == FINGER_NAMES
     with pytest.raises(ValueError, match="index"):
-        w.replace("index", curled=2.8)
+        w.replace("index", curled=w.straight[1] - MIN_WINDOW_RAD / 2)
     with pytest.raises(ValueError, match=r"ring: straight angle 4\.000 rad outside"):
         w.replace("ring", straight=4.0)
     with pytest.raises(ValueError, match="pinky: non-finite"):

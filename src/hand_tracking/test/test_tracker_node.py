@@ -20,9 +20,9 @@ from sensor_msgs.msg import JointState
 from hand_common import contract
 from hand_common.testing import NodeProcess, RosProbe, wait_until
 from hand_tracking.calibration import capture_pose, windows_from_poses
-from hand_tracking.geometry import joint_angles
+from hand_tracking.geometry import fused_points, joint_angles
 from hand_tracking.replay import landmark_array, write_landmark_bag
-from hand_tracking.tracker_core import TrackerConfig, TrackerCore
+from hand_tracking.tracker_core import REJECT_REASONS, TrackerConfig, TrackerCore
 
 sys.path.insert(0, os.path.dirname(__file__))
 from tracker_video_cache import CAL_FIST, CAL_OPEN, video_landmarks  # noqa: E402
@@ -273,14 +273,20 @@ def test_topic_replay_calibration_and_watchdog(probe, tmp_path, video_path):
         res = calibrate(probe, player, Calibrate.Request.OPEN, list(CAL_OPEN))
         assert res.success, res.message
         assert 25 <= res.frames <= 31
-        expect_open = capture_pose("open", joint_angles(lm.world[list(CAL_OPEN)]))
+        def skeleton_angles(frames):  # the node's default skeleton: the fused heads
+            f = list(frames)
+            return joint_angles(fused_points(lm.image[f], lm.world[f], lm.width, lm.height))
+
+        expect_open = capture_pose("open", skeleton_angles(CAL_OPEN))
         np.testing.assert_allclose(res.captured_curl_rad, expect_open.curls, atol=0.03)
-        # a "fist" that is the open hand again: refused, the fingers named
+        # a "fist" that is the open hand again: refused, the fingers and angles named
         res = calibrate(probe, player, Calibrate.Request.FIST, list(CAL_OPEN))
-        assert not res.success and "too close for: thumb" in res.message and "pinky" in res.message
+        assert not res.success and "fist capture looks open: index 2." in res.message, res.message
+        assert "pinky" in res.message
         res = calibrate(probe, player, Calibrate.Request.FIST, list(CAL_FIST), duration=0.4)
         assert res.success, res.message
-        expect = windows_from_poses(expect_open, capture_pose("fist", joint_angles(lm.world[list(CAL_FIST)])))
+        expect = windows_from_poses(expect_open, capture_pose("fist", skeleton_angles(CAL_FIST)))
+        assert f"quality {expect.quality:.2f}" in res.message, res.message
         names = [f"{f}_{e}_angle" for e in ("straight", "curled") for f in contract.FINGER_NAMES]
         np.testing.assert_allclose(get_params(probe, *names), expect.fingers.straight + expect.fingers.curled,
                                    atol=0.03)
@@ -294,6 +300,9 @@ def test_topic_replay_calibration_and_watchdog(probe, tmp_path, video_path):
             wait_until(lambda: latest_status(dg).level == DiagnosticStatus.OK, 5, "watchdog cleared")
         finally:
             player.stop()
+        values = {kv.key: kv.value for kv in latest_status(dg).values}
+        for reason in REJECT_REASONS:  # every gate reason is counted (none fires on these frames)
+            assert values[f"rejected_{reason}"] == "0", values
         frame_of = {m.header.stamp.sec * 10**9 + m.header.stamp.nanosec: m for m in list(tf)[n0:]}
         got = {135: [], 270: []}
         for ns, m in frame_of.items():

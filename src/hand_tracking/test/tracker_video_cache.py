@@ -1,7 +1,9 @@
 """MediaPipe over the shared video ONCE per test session (our 2 cores are shared).
 
 Imported by the tracker tests (``sys.path`` insert of this folder); the module-level cache makes
-every test module in one pytest process reuse the same landmarks. model_complexity 0, video
+every test module in one pytest process reuse the same landmarks. ``model_complexity`` 0 by default
+(kept for the consumers whose figures were measured with it); the tracker's own setting, 1 (issue
+15), with ``model_complexity=1``. Video
 mode, one hand, mirror=False (the video's camera is not mirrored), through the package's own
 VideoFileSource and MediaPipeHands backend.
 """
@@ -43,18 +45,18 @@ class VideoLandmarks:
         return [HandObservation(self.image[i], self.world[i], self.handedness[i], float(self.scores[i]))]
 
 
-def video_landmarks(video: str | os.PathLike) -> VideoLandmarks:
+def video_landmarks(video: str | os.PathLike, model_complexity: int = 0) -> VideoLandmarks:
     """Landmarks of every frame of ``video`` (the root conftest's ``video_path``), cached."""
-    return _landmarks(os.path.realpath(video))
+    return _landmarks(os.path.realpath(video), model_complexity)
 
 
-@functools.lru_cache(maxsize=2)
-def _landmarks(video: str) -> VideoLandmarks:
+@functools.lru_cache(maxsize=4)
+def _landmarks(video: str, model_complexity: int) -> VideoLandmarks:
     from hand_tracking.landmarks import MediaPipeConfig, MediaPipeHands
     from hand_tracking.sources import VideoFileSource
 
     src = VideoFileSource(video, realtime=False, loop=False)
-    backend = MediaPipeHands(MediaPipeConfig(max_num_hands=1, model_complexity=0), mirror=False)
+    backend = MediaPipeHands(MediaPipeConfig(max_num_hands=1, model_complexity=model_complexity), mirror=False)
     world, image, labels, scores, idx, mt = [], [], [], [], [], []
     size = (0, 0)
     try:
