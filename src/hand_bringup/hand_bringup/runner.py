@@ -154,7 +154,8 @@ class Runner:
         self.frames: list[tuple[int, float, bool, int]] = []
         self.flexion_latency: list[float] = []  # s, as a keep-last-1 subscriber sees them
         self.twin_rtf: float | None = None  # twin's real-time factor since activation (diagnostics)
-        self.safe_pose_trips: dict[str, int] = {}  # actuator -> OK -> safe-pose transitions seen
+        self._trips: list[tuple[str, float]] = []  # (actuator, wall time) OK -> safe-pose transitions
+        self._actuators_seen: set[str] = set()
         self._watchdog_ok: dict[str, bool] = {}
         self.cpu_seconds: dict[str, float] = {}  # process -> CPU s, sampled just before shutdown
         self.flexions: dict[int, list[float]] = {}  # capture stamp ns -> flexion thumb..pinky
@@ -323,9 +324,22 @@ class Runner:
         else:
             return
         if self._watchdog_ok.get(key) and not ok:
-            self.safe_pose_trips[key] = self.safe_pose_trips.get(key, 0) + 1
-        self.safe_pose_trips.setdefault(key, 0)
+            self._trips.append((key, time.time()))
+        self._actuators_seen.add(key)
         self._watchdog_ok[key] = ok
+
+    @property
+    def safe_pose_trips(self) -> dict[str, int]:
+        """Per actuator: transitions to the safe pose while the hand was still being tracked (a
+        landmarks message arrived after it; the one when the video ends is not a trip). Seen at
+        the diagnostics rate (1 Hz), so a trip shorter than a second between two reports can be
+        missed; the servo driver's ``stale_events`` counter is in the summary's servo section."""
+        last = self.frames[-1][1] if self.frames else -math.inf
+        out = dict.fromkeys(sorted(self._actuators_seen), 0)
+        for key, t in self._trips:
+            if t < last:
+                out[key] += 1
+        return out
 
     def bring_up(self, timeout: float = 60.0) -> None:
         """Wait for every node's lifecycle services (failing fast, with its log, if a process dies),

@@ -1,5 +1,5 @@
-"""The demo path end to end on a 2-second clip of the shared video: tracker → twin (frames
-recorded) + joint_mapper + servo driver on the simulated board, all as processes; then the
+"""The demo path end to end on a 2-second clip of the shared video: tracker → twin (rendered
+after the run from the bag) + joint_mapper + servo driver on the simulated board, all as processes; then the
 side-by-side video, the bag and summary.json."""
 
 from __future__ import annotations
@@ -50,9 +50,16 @@ def test_demo_on_a_short_clip(video_path, tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["detection"] == f"{CLIP_FRAMES}/{CLIP_FRAMES}"
     assert 20 < summary["tracker_fps"] < 40  # paced like the camera that recorded it (30 fps)
-    assert summary["latency_capture_to_target_flexions_ms"]["n"] == CLIP_FRAMES
-    assert summary["latency_capture_to_twin_applied_ms"]["n"] > CLIP_FRAMES / 2
-    assert summary["twin_frames_rendered"] > 10
+    assert summary["live_calibration"]["flexion_messages"] == CLIP_FRAMES  # the deep subscriber: all
+    # the latency probe is keep-last-1 (what an actuator sees): it may skip a message, never queue
+    assert CLIP_FRAMES / 2 < summary["latency_capture_to_target_flexions_ms"]["n"] <= CLIP_FRAMES
+    assert summary["frames_dropped"] == 0  # a paced file without drop_late_frames keeps every frame
+    assert summary["inference_ms_p95"] > 0
+    assert summary["twin_real_time_factor"] > 0
+    assert set(summary["safe_pose_trips"]) == {"twin", "servo_driver"}
+    assert {"tracker", "twin", "joint_mapper", "servo_driver", "runner"} <= set(summary["cpu_seconds"])
+    # the twin rendered after the run from the bag's /hand_twin/joint_states, one per tracked frame
+    assert summary["twin_frames_rendered"] == CLIP_FRAMES
     servo = summary["servo"]
     assert servo["frames_acked"] > 0 and servo["board_rejected_total"] == 0
     counts = topic_counts(out / "demo_bag")
