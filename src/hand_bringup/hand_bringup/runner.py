@@ -158,6 +158,7 @@ class Runner:
         self._actuators_seen: set[str] = set()
         self._watchdog_ok: dict[str, bool] = {}
         self.cpu_seconds: dict[str, float] = {}  # process -> CPU s, sampled just before shutdown
+        self._own_cpu0 = sum(os.times()[:2])  # the runner's CPU s counted from here
         self.flexions: dict[int, list[float]] = {}  # capture stamp ns -> flexion thumb..pinky
         self.last_flexion: list[float] = []
         self.diagnostics: dict[str, dict[str, str]] = {}
@@ -202,8 +203,7 @@ class Runner:
             cpu = process_cpu_seconds(p.pid)
             if cpu is not None:
                 self.cpu_seconds[key] = round(cpu, 2)
-        t = os.times()
-        self.cpu_seconds["runner"] = round(t.user + t.system, 2)
+        self.cpu_seconds["runner"] = round(sum(os.times()[:2]) - self._own_cpu0, 2)
         return dict(self.cpu_seconds)
 
     def check_alive(self) -> None:
