@@ -310,13 +310,14 @@ class Runner:
             self.diagnostics[status.name] = entry
             self._count_safe_pose(status.name, entry)
 
-    def _count_safe_pose(self, name: str, entry: dict[str, str]) -> None:
+    def _count_safe_pose(self, name: str, entry: dict[str, str], now: float | None = None) -> None:
         """Count an actuator's transitions from following commands to its safe pose (twin:
         ``watchdog`` ok → stale; servo driver: ``stale`` False → True) and keep the twin's RTF."""
         if contract.TWIN_NODE in name and "watchdog" in entry:
             key, ok = "twin", entry["watchdog"] == "ok"
             try:
-                self.twin_rtf = float(entry.get("real_time_factor_total", "nan"))
+                if "real_time_factor_total" in entry:
+                    self.twin_rtf = float(entry["real_time_factor_total"])
             except ValueError:
                 pass
         elif contract.SERVO_DRIVER_NODE in name and "stale" in entry:
@@ -324,7 +325,7 @@ class Runner:
         else:
             return
         if self._watchdog_ok.get(key) and not ok:
-            self._trips.append((key, time.time()))
+            self._trips.append((key, time.time() if now is None else now))
         self._actuators_seen.add(key)
         self._watchdog_ok[key] = ok
 
