@@ -14,7 +14,8 @@ p50/p95/max as a keep-last-1 subscriber receives it (what an actuator sees), its
 and the second half of the run (growth), inference p95 (the tracker's diagnostics), capture → servo
 frame on the wire p95 (see :func:`wire_latencies`), twin real-time factor, CPU seconds per process,
 safe-pose trips; then the ratios against (a). ``--no-nice`` starts every node at nice 0 (the
-A/B of :attr:`hand_bringup.bringup.NodeSpec.nice`). ``--live-render`` makes the twin render (30 Hz,
+A/B of :attr:`hand_bringup.bringup.NodeSpec.nice`). ``--drop-late``: the tracker drops late
+frames like a live camera (always the newest frame) instead of keeping every frame. ``--live-render`` makes the twin render (30 Hz,
 frames to files) during (b) and (c), as the demo did before the rendering moved after the run.
 
   python -m hand_bringup.bench_pipeline [--video V] [--quick] [--live-render] [--json out.json]
@@ -91,7 +92,7 @@ def _p95(values: list[float]) -> float | None:
 
 
 def run_scenario(name: str, video: str, n_frames: int, out: pathlib.Path, live_render: bool,
-                 shared: bool, niced: bool = True) -> dict[str, Any]:
+                 shared: bool, niced: bool = True, drop_late: bool = False) -> dict[str, Any]:
     from hand_bringup.bringup import NODES
     from hand_bringup.demo import CALIBRATION_SCHEDULE, LiveCalibration, tracker_diagnostics, write_outputs
     from hand_bringup.runner import RunConfig, Runner
@@ -99,7 +100,7 @@ def run_scenario(name: str, video: str, n_frames: int, out: pathlib.Path, live_r
     out.mkdir(parents=True, exist_ok=True)
     full = name != "alone"
     overrides: dict[str, dict[str, Any]] = {
-        "tracker": {"source": f"video:{video}", "realtime": True, "drop_late_frames": False}}
+        "tracker": {"source": f"video:{video}", "realtime": True, "drop_late_frames": drop_late}}
     if full:
         overrides["twin"] = ({"render_rate": 30.0, "publish_image": False, "record_dir": str(out / "twin_frames")}
                              if live_render else {"render_rate": 0.0, "publish_image": False})
@@ -210,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma list of {SCENARIOS}")
     ap.add_argument("--live-render", action="store_true", help="the twin renders live (30 Hz, frame files)")
     ap.add_argument("--no-nice", action="store_true", help="start every node at nice 0 (A/B of NodeSpec.nice)")
+    ap.add_argument("--drop-late", action="store_true",
+                    help="tracker drop_late_frames: true (live-camera semantics: always the newest frame)")
     ap.add_argument("--out", default=None, help="working directory (default: a temporary one)")
     ap.add_argument("--json", default=None, help="also write the figures to this file")
     args = ap.parse_args(argv)
@@ -230,12 +233,13 @@ def main(argv: list[str] | None = None) -> int:
         if name not in SCENARIOS:
             ap.error(f"unknown scenario '{name}'")
         print(f"[bench] scenario {name}: {n} frames of {video}", flush=True)
-        results.append(run_scenario(name, video, n, out / name, args.live_render, shared, not args.no_nice))
+        results.append(run_scenario(name, video, n, out / name, args.live_render, shared, not args.no_nice,
+                                    args.drop_late))
     load["after"] = [round(x, 2) for x in os.getloadavg()]
     print_report(results, load)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"load_average": load, "live_render": args.live_render, "niced": not args.no_nice,
+            json.dump({"load_average": load, "live_render": args.live_render, "niced": not args.no_nice, "drop_late": args.drop_late,
                        "results": results}, f, indent=2)
     return 1 if any(r["error"] for r in results) else 0
 
