@@ -17,7 +17,11 @@ from hand_common import contract
 class NodeSpec:
     """One node process: ``ros2 run <package> <executable> --ros-args -r __node:=<name>
     --params-file <share>/<params_file>``. ``actuator``: it commands hardware or the twin, so it is
-    deactivated (safe pose) before anything else on shutdown."""
+    deactivated (safe pose) before anything else on shutdown. ``nice``: niceness increment the
+    runner starts the process with (0 = as the runner): consumers that are not on the hot path
+    (camera → landmarks → flexion → publish) get a positive one, so under CPU contention the
+    tracker runs first and they shed load (the kernel's CFS gives nice +5 about 1/3 of the share
+    of nice 0)."""
 
     key: str
     package: str
@@ -25,6 +29,7 @@ class NodeSpec:
     name: str
     params_file: str
     actuator: bool = False
+    nice: int = 0
 
 
 NODES: dict[str, NodeSpec] = {
@@ -32,8 +37,9 @@ NODES: dict[str, NodeSpec] = {
     for s in (
         NodeSpec("tracker", "hand_tracking", "tracker_node", contract.TRACKER_NODE, "config/tracker.yaml"),
         NodeSpec("joint_mapper", "hand_joint_mapper", "joint_mapper", contract.JOINT_MAPPER_NODE,
-                 "config/joint_mapper.yaml"),
-        NodeSpec("twin", "hand_twin_mujoco", "twin_node", contract.TWIN_NODE, "config/twin.yaml", actuator=True),
+                 "config/joint_mapper.yaml", nice=10),
+        NodeSpec("twin", "hand_twin_mujoco", "twin_node", contract.TWIN_NODE, "config/twin.yaml", actuator=True,
+                 nice=5),
         NodeSpec("servo_driver", "hand_servo_driver", "servo_driver", contract.SERVO_DRIVER_NODE,
                  "config/servo_driver.yaml", actuator=True),
         # SO-101 arm (package arm_teleop; names = arm_teleop.topics)

@@ -1,8 +1,11 @@
 """``make demo``: the whole pipeline on a real recording, with live calibration, a bag, a video
 and a summary.
 
-tracker (video, real-time pacing) → twin (headless, frames recorded) + joint_mapper + servo driver
-on the simulated board, all as separate processes (:mod:`hand_bringup.runner`). While it runs,
+tracker (video, real-time pacing) → twin (headless, physics only) + joint_mapper + servo driver
+on the simulated board, all as separate processes (:mod:`hand_bringup.runner`). The twin's video
+is rendered AFTER the run from the recorded ``/hand_twin/joint_states`` (deterministic, zero live
+cost: the hot path camera → landmarks → flexion never competes with rendering); live rendering
+stays available with ``-p twin.render_rate=30 -p twin.publish_image=true`` (a viewer). While it runs,
 the demo calibrates the tracker live through its ``~/calibrate`` service: the open hand at frames
 122-140, the fist at 262-272 (facts of the shared video, ../shared/media/README.md; on another
 video there is no schedule and the tracker keeps its configured windows).
@@ -13,8 +16,8 @@ Outputs in ``out/``: ``demo.mp4`` (camera + skeleton + HUD | twin), ``demo_bag/`
 from __future__ import annotations
 
 import argparse
-import csv
 import json
+import math
 import os
 import pathlib
 import threading
@@ -104,11 +107,12 @@ class LiveCalibration:
 def run_demo(args: argparse.Namespace, out: pathlib.Path, overrides: dict, params_files: dict) -> int:
     video = os.path.abspath(args.video or default_video())
     n_frames = _video_frame_count(video)
-    twin_dir = out / "twin_frames"
     # real-time pacing like a camera, but every frame processed (a recording has no "later" frame)
     overrides.setdefault("tracker", {}).update({"source": f"video:{video}", "realtime": True,
                                                 "drop_late_frames": False})
-    overrides.setdefault("twin", {}).update({"record_dir": str(twin_dir), "publish_image": False})
+    twin = overrides.setdefault("twin", {})
+    for k, v in {"render_rate": 0.0, "publish_image": False}.items():  # no live rendering unless asked
+        twin.setdefault(k, v)
     cfg = RunConfig(profile="demo", out_dir=out, overrides=overrides, params_files=params_files,
                     record=not args.no_record, sim_board=True, video_frames=n_frames, idle_stop_s=5.0,
                     duration_s=args.duration)
@@ -135,7 +139,7 @@ def run_demo(args: argparse.Namespace, out: pathlib.Path, overrides: dict, param
     finally:
         runner.stop()
     if code == 0 or code == 130:
-        summary = write_outputs(runner, calibration, video, n_frames, out, twin_dir, shared)
+        summary = write_outputs(runner, calibration, video, n_frames, out, shared)
         print(json.dumps(summary, indent=2))
         if summary["frames_with_hand"] == 0:
             print(f"[demo] error: no hand detected in any of the {n_frames} frames", flush=True)
@@ -147,35 +151,27 @@ def run_demo(args: argparse.Namespace, out: pathlib.Path, overrides: dict, param
 
 
 # --- after the run -------------------------------------------------------------------------------
-def read_twin_frames(twin_dir: pathlib.Path) -> list[dict[str, Any]]:
-    """Rows of the twin's frames.csv (see hand_twin_mujoco.render.FrameRecorder), floats parsed."""
-    path = twin_dir / "frames.csv"
-    if not path.exists():
-        return []
-    rows = []
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            for k in ("wall_time", "sim_time", "command_stamp", "command_received"):
-                r[k] = float(r[k])
-            rows.append(r)
-    return rows
+def tracker_diagnostics(runner: Runner) -> dict[str, str]:
+    """The tracker's last /diagnostics values (empty before the first)."""
+    for name, entry in runner.diagnostics.items():
+        if contract.TRACKER_NODE in name:
+            return entry
+    return {}
 
 
-def twin_latencies(rows: list[dict[str, Any]]) -> list[float]:
-    """capture → twin-applied latency (s) per distinct command the twin applied (command_stamp is
-    the capture time the tracker stamped; command_received the twin's wall clock on arrival)."""
-    seen: dict[float, float] = {}
-    for r in rows:
-        if r["command_stamp"] > 0 and r["command_stamp"] not in seen:
-            seen[r["command_stamp"]] = r["command_received"] - r["command_stamp"]
-    return list(seen.values())
+def _float(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return round(f, 3) if math.isfinite(f) else None
 
 
 def write_outputs(runner: Runner, calibration: LiveCalibration, video: str, n_frames: int,
-                  out: pathlib.Path, twin_dir: pathlib.Path, shared: bool = False) -> dict[str, Any]:
+                  out: pathlib.Path, shared: bool = False) -> dict[str, Any]:
     from hand_common import bag
 
-    twin_rows = read_twin_frames(twin_dir)
+    twin_states: list[tuple[float, list[str], list[float]]] = []  # (stamp s, joint names, positions)
     frames_by_index: dict[int, Any] = {}
     flexions_by_stamp: dict[int, list[float]] = {}
     counts: dict[str, int] = {}
@@ -189,9 +185,14 @@ def write_outputs(runner: Runner, calibration: LiveCalibration, video: str, n_fr
                 key = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
                 d = dict(zip(msg.name, msg.position))
                 flexions_by_stamp[key] = [float(d[f]) for f in contract.FINGER_NAMES]
-    video_out = compose_video(video, out / "demo.mp4", frames_by_index, flexions_by_stamp, twin_rows, twin_dir,
-                              calibration.applied_at_frame)
+            elif topic == contract.TOPIC_TWIN_JOINT_STATES:
+                twin_states.append((msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9, list(msg.name),
+                                    list(msg.position)))
+    twin_states.sort(key=lambda s: s[0])
+    video_out, twin_rendered = compose_video(video, out / "demo.mp4", frames_by_index, flexions_by_stamp,
+                                             twin_states, calibration.applied_at_frame)
     detected = len(frames_by_index)
+    diag = tracker_diagnostics(runner)
     summary = {
         "video": video,
         "frames": n_frames,
@@ -200,9 +201,15 @@ def write_outputs(runner: Runner, calibration: LiveCalibration, video: str, n_fr
         "detection": f"{detected}/{n_frames}",
         "detection_rate": round(detected / n_frames, 4) if n_frames else None,
         "tracker_fps": rate_hz([f[1] for f in runner.frames]),
+        "frames_dropped": int(diag["dropped_frames"]) if diag.get("dropped_frames", "").isdigit() else None,
+        # as a keep-last-1 subscriber (what an actuator sees) receives them
         "latency_capture_to_target_flexions_ms": percentiles_ms(runner.flexion_latency),
-        "latency_capture_to_twin_applied_ms": percentiles_ms(twin_latencies(twin_rows)),
-        "twin_frames_rendered": len(twin_rows),
+        "inference_ms_p95": _float(diag.get("inference_ms_p95_total")),
+        "inference_ms_mean": _float(diag.get("inference_ms_mean_total")),
+        "twin_real_time_factor": None if runner.twin_rtf is None else _float(runner.twin_rtf),
+        "safe_pose_trips": runner.safe_pose_trips,
+        "cpu_seconds": runner.cpu_seconds,
+        "twin_frames_rendered": twin_rendered,  # after the run, from the bag's /hand_twin/joint_states
         "servo": servo_summary(runner),
         "live_calibration": calibration_summary(calibration, runner, SUMMARY_WINDOWS if shared else {}),
         "bag": str(bag_path),
@@ -217,7 +224,7 @@ def write_outputs(runner: Runner, calibration: LiveCalibration, video: str, n_fr
     return summary
 
 
-SERVO_FIELDS = ("frames_sent", "frames_acked", "frames_unacked", "board_rejected_total", "board_crc_errors",
+SERVO_FIELDS = ("frames_sent", "frames_acked", "stale_events", "frames_unacked", "board_rejected_total", "board_crc_errors",
                 "board_length_errors", "board_range_errors", "board_clamped", "board_watchdog_trips",
                 "commands", "commands_ignored", "reconnects", "link_errors", "last_pulses_us")
 
@@ -272,46 +279,64 @@ def calibration_summary(cal: LiveCalibration, runner: Runner,
 
 
 def compose_video(video: str, path: pathlib.Path, landmarks_by_index: dict[int, Any],
-                  flexions_by_stamp: dict[int, list[float]], twin_rows: list[dict[str, Any]],
-                  twin_dir: pathlib.Path, calibrated_at: int | None) -> str | None:
-    """camera frame + skeleton + HUD | the twin's rendered frame that first reflected this frame's
-    command (or the latest earlier one). Returns the written path, or None without twin frames."""
+                  flexions_by_stamp: dict[int, list[float]],
+                  twin_states: list[tuple[float, list[str], list[float]]],
+                  calibrated_at: int | None) -> tuple[str | None, int]:
+    """camera frame + skeleton + HUD | the twin rendered (now, after the run) in the last recorded
+    state published before the next camera frame was captured (capture stamp + one frame period):
+    what the twin showed while that frame was current. ``twin_states``: (stamp s, joint names,
+    positions rad) sorted by stamp. Returns (written path or None, twin frames rendered)."""
     import cv2
 
     from hand_bringup.demo_video import VideoSink, draw_hud, draw_skeleton, side_by_side
 
     cap = cv2.VideoCapture(video)
     fps_in = cap.get(cv2.CAP_PROP_FPS) or 30.0
-    twin_stamps = np.array([r["command_stamp"] for r in twin_rows]) if twin_rows else np.empty(0)
+    stamps = np.array([s[0] for s in twin_states])
+    renderer = _twin_renderer() if twin_states else None
     sink = VideoSink(str(path), fps_in)
     blank = np.zeros((480, 640, 3), np.uint8)
     capture_times: list[float] = []
     last_flex = None
-    index = 0
-    while True:
-        ok, frame = cap.read()
-        if not ok:
-            break
-        msg = landmarks_by_index.get(index)
-        state = "LOST"
-        twin = blank
-        if msg is not None:
-            hand = msg.hands[0]
-            draw_skeleton(frame, np.array([(p.x, p.y) for p in hand.image_landmarks]))
-            stamp = hand.header.stamp.sec + hand.header.stamp.nanosec * 1e-9
-            capture_times.append(stamp)
-            last_flex = flexions_by_stamp.get(hand.header.stamp.sec * 10**9 + hand.header.stamp.nanosec, last_flex)
-            state = "TRACKING"
-            if twin_stamps.size:
-                later = np.flatnonzero(twin_stamps >= stamp - 1e-6)
-                k = int(later[0]) if later.size else twin_stamps.size - 1
-                img = cv2.imread(str(twin_dir / twin_rows[k]["file"]))
-                twin = img if img is not None else blank
-        fps = rate_hz(capture_times[-30:])
-        note = "calibrated live (open + fist)" if calibrated_at is not None and index >= calibrated_at else (
-            "default windows (uncalibrated)")
-        draw_hud(frame, last_flex, fps, state, index, note)
-        sink.write(side_by_side(frame, twin))
-        index += 1
-    cap.release()
-    return sink.close()
+    index = rendered = 0
+    try:
+        while True:
+            ok, frame = cap.read()
+            if not ok:
+                break
+            msg = landmarks_by_index.get(index)
+            state = "LOST"
+            twin = blank
+            if msg is not None:
+                hand = msg.hands[0]
+                draw_skeleton(frame, np.array([(p.x, p.y) for p in hand.image_landmarks]))
+                stamp = hand.header.stamp.sec + hand.header.stamp.nanosec * 1e-9
+                capture_times.append(stamp)
+                last_flex = flexions_by_stamp.get(hand.header.stamp.sec * 10**9 + hand.header.stamp.nanosec,
+                                                  last_flex)
+                state = "TRACKING"
+                if renderer is not None:
+                    k = max(int(np.searchsorted(stamps, stamp + 1.0 / fps_in, side="right")) - 1, 0)
+                    _, names, positions = twin_states[k]
+                    twin = cv2.cvtColor(renderer.render(names, positions), cv2.COLOR_RGB2BGR)
+                    rendered += 1
+            fps = rate_hz(capture_times[-30:])
+            note = "calibrated live (open + fist)" if calibrated_at is not None and index >= calibrated_at else (
+                "default windows (uncalibrated)")
+            draw_hud(frame, last_flex, fps, state, index, note)
+            sink.write(side_by_side(frame, twin))
+            index += 1
+    finally:
+        cap.release()
+        if renderer is not None:
+            renderer.close()
+    return sink.close(), rendered
+
+
+def _twin_renderer():
+    """The twin's scene (hand_description's default, camera ``front``, the twin's YAML image size)
+    for rendering recorded joint states in this thread."""
+    from hand_twin_mujoco.model import load_hand
+    from hand_twin_mujoco.render import JointStateRenderer, RenderConfig
+
+    return JointStateRenderer(load_hand(camera="front"), RenderConfig(640, 480, "front"))

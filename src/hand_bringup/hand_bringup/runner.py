@@ -56,6 +56,29 @@ NOT_RECORDED_TYPES = ("sensor_msgs/msg/Image",)
 #: The runner's subscriptions (recorder and measurements): reliable like the publishers, with a deep reader queue so that a
 #: busy Python process (2 shared cores) loses nothing: DDS fills the queue from its own threads.
 MONITOR_QOS = contract.QosSpec(reliable=True, depth=1000)
+#: The latency probe subscribes like an actuator (contract.LATEST: reliable, keep-last 1): the
+#: figure is the age of the newest command when it arrives, not the runner's own backlog.
+LATENCY_QOS = contract.LATEST
+
+
+def nice_prefix(nice: int) -> list[str]:
+    """``["nice", "-n", "<nice>"]`` (coreutils, execs the command: same pid) or [] for nice 0 or
+    where there is no ``nice`` program."""
+    import shutil
+
+    exe = shutil.which("nice") if nice else None
+    return [exe, "-n", str(int(nice))] if exe else []
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a running process (all its threads) from /proc; None if it
+    is gone or there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def ros_value(v: Any) -> str:
@@ -145,7 +168,13 @@ class Runner:
         # live measurements
         # (frame_index, receive wall time, hand found, capture stamp ns) per /hand/landmarks message
         self.frames: list[tuple[int, float, bool, int]] = []
-        self.flexion_latency: list[float] = []
+        self.flexion_latency: list[float] = []  # s, as a keep-last-1 subscriber sees them
+        self.twin_rtf: float | None = None  # twin's real-time factor since activation (diagnostics)
+        self._trips: list[tuple[str, float]] = []  # (actuator, wall time) OK -> safe-pose transitions
+        self._actuators_seen: set[str] = set()
+        self._watchdog_ok: dict[str, bool] = {}
+        self.cpu_seconds: dict[str, float] = {}  # process -> CPU s, sampled just before shutdown
+        self._own_cpu0 = sum(os.times()[:2])  # the runner's CPU s counted from here
         self.flexions: dict[int, list[float]] = {}  # capture stamp ns -> flexion thumb..pinky
         self.last_flexion: list[float] = []
         self.diagnostics: dict[str, dict[str, str]] = {}
@@ -209,7 +238,19 @@ class Runner:
             port = self._start_board()
             self.cfg.overrides.setdefault("servo_driver", {}).setdefault("port", port)
         for spec in self.specs:
-            self.procs[spec.key] = NodeProcess(self._node_args(spec), str(self.log_dir / f"{spec.key}.log"))
+            # not on the hot path: a higher niceness (NodeSpec.nice), so the tracker runs first
+            self.procs[spec.key] = NodeProcess(nice_prefix(spec.nice) + self._node_args(spec),
+                                               str(self.log_dir / f"{spec.key}.log"))
+
+    def sample_cpu(self) -> dict[str, float]:
+        """CPU seconds per process now (node keys, ``sim_board``, ``runner``) into ``cpu_seconds``."""
+        procs = dict(self.procs) | ({"sim_board": self.board} if self.board else {})
+        for key, p in procs.items():
+            cpu = process_cpu_seconds(p.pid)
+            if cpu is not None:
+                self.cpu_seconds[key] = round(cpu, 2)
+        self.cpu_seconds["runner"] = round(sum(os.times()[:2]) - self._own_cpu0, 2)
+        return dict(self.cpu_seconds)
 
     def check_alive(self) -> None:
         """Set ``failure`` (and raise) if any node process has exited."""
@@ -293,6 +334,7 @@ class Runner:
         for topic in ([contract.side_topic(contract.TOPIC_TARGET_FLEXIONS, s) for s in contract.HAND_SIDES]
                       if self.two_hands else [contract.TOPIC_TARGET_FLEXIONS]):
             node.create_subscription(JointState, topic, self._on_flexions, contract.qos(MONITOR_QOS))
+            node.create_subscription(JointState, topic, self._on_latest_flexions, contract.qos(LATENCY_QOS))
         node.create_subscription(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, self._on_diagnostics,
                                  contract.qos(MONITOR_QOS))
 
@@ -302,13 +344,14 @@ class Runner:
         stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
         self.frames.append((int(idx), time.time(), bool(msg.hands), stamp))
 
-    def _on_flexions(self, msg) -> None:
-        self._flexion_msgs += 1
-        now = time.time()
-        stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
-        latency = now - stamp * 1e-9
+    def _on_latest_flexions(self, msg) -> None:
+        latency = time.time() - (msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
         if -0.5 < latency < 10.0:  # else the stamp is not a capture time on this clock (replayed stamps)
             self.flexion_latency.append(latency)
+
+    def _on_flexions(self, msg) -> None:
+        self._flexion_msgs += 1
+        stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
         by_name = dict(zip(msg.name, msg.position))
         self.flexions[stamp] = [float(by_name.get(f, math.nan)) for f in contract.FINGER_NAMES]
         self.last_flexion = self.flexions[stamp]
@@ -320,6 +363,39 @@ class Runner:
                                   else int(status.level))
             entry["_message"] = status.message
             self.diagnostics[status.name] = entry
+            self._count_safe_pose(status.name, entry)
+
+    def _count_safe_pose(self, name: str, entry: dict[str, str], now: float | None = None) -> None:
+        """Count an actuator's transitions from following commands to its safe pose (twin:
+        ``watchdog`` ok → stale; servo driver: ``stale`` False → True) and keep the twin's RTF."""
+        if contract.TWIN_NODE in name and "watchdog" in entry:
+            key, ok = "twin", entry["watchdog"] == "ok"
+            try:
+                if "real_time_factor_total" in entry:
+                    self.twin_rtf = float(entry["real_time_factor_total"])
+            except ValueError:
+                pass
+        elif contract.SERVO_DRIVER_NODE in name and "stale" in entry:
+            key, ok = "servo_driver", entry["stale"] != "True"
+        else:
+            return
+        if self._watchdog_ok.get(key) and not ok:
+            self._trips.append((key, time.time() if now is None else now))
+        self._actuators_seen.add(key)
+        self._watchdog_ok[key] = ok
+
+    @property
+    def safe_pose_trips(self) -> dict[str, int]:
+        """Per actuator: transitions to the safe pose while the hand was still being tracked (a
+        landmarks message arrived after it; the one when the video ends is not a trip). Seen at
+        the diagnostics rate (1 Hz), so a trip shorter than a second between two reports can be
+        missed; the servo driver's ``stale_events`` counter is in the summary's servo section."""
+        last = self.frames[-1][1] if self.frames else -math.inf
+        out = dict.fromkeys(sorted(self._actuators_seen), 0)
+        for key, t in self._trips:
+            if t < last:
+                out[key] += 1
+        return out
 
     def bring_up(self, timeout: float = 60.0) -> None:
         """Wait for every node's lifecycle services (failing fast, with its log, if a process dies),
@@ -413,6 +489,7 @@ class Runner:
         return client.bring_down(alive, final="shutdown")
 
     def stop(self) -> None:
+        self.sample_cpu()
         problems = []
         try:
             problems = self.bring_down()

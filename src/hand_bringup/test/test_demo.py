@@ -1,5 +1,5 @@
-"""The demo path end to end on a 2-second clip of the shared video: tracker → twin (frames
-recorded) + joint_mapper + servo driver on the simulated board, all as processes; then the
+"""The demo path end to end on a 2-second clip of the shared video: tracker → twin (rendered
+after the run from the bag) + joint_mapper + servo driver on the simulated board, all as processes; then the
 side-by-side video, the bag and summary.json."""
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ import sys
 import cv2
 import numpy as np
 
-from hand_bringup.demo import read_twin_frames
 from hand_bringup.demo_video import draw_hud, draw_skeleton, side_by_side
 from hand_common import contract
-from hand_common.bag import read_messages, topic_counts
+from hand_common.bag import topic_counts
 
 CLIP_FRAMES = 60
 
@@ -50,23 +49,19 @@ def test_demo_on_a_short_clip(video_path, tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["detection"] == f"{CLIP_FRAMES}/{CLIP_FRAMES}"
-    assert 20 < summary["tracker_fps"] < 40  # paced like the camera that recorded it (30 fps)
-    assert summary["latency_capture_to_target_flexions_ms"]["n"] == CLIP_FRAMES
-    # The twin applies the newest command (keep-last 1: a consumer that is behind sheds load) and
-    # its frames are rendered at <= 30 Hz: "applied" is counted on the rendered frames, so its
-    # count follows the render rate of a loaded machine (23 of 60 was seen), not the physics.
-    # What must hold at any speed: the twin shows only commands the tracker sent, in order, and
-    # catches up with the last one.
-    sent = [m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
-            for _, _, m in read_messages(out / "demo_bag", [contract.TOPIC_TARGET_FLEXIONS])]
-    assert len(sent) == CLIP_FRAMES
-    shown = [r["command_stamp"] for r in read_twin_frames(out / "twin_frames") if r["command_stamp"] > 0]
-    assert shown and np.all(np.diff(shown) >= 0)
-    assert all(np.min(np.abs(np.array(sent) - t)) < 1e-6 for t in set(shown))
-    assert abs(shown[-1] - sent[-1]) < 1e-6, "the twin never showed the last command"
-    n_applied = summary["latency_capture_to_twin_applied_ms"]["n"]
-    assert 0 < n_applied == len(set(shown)) <= CLIP_FRAMES
-    assert summary["twin_frames_rendered"] > 10
+    # paced like the camera that recorded it (30 fps): never faster; how close to 30 it stays on a
+    # loaded machine is a speed figure for bench_pipeline, not for a test
+    assert 0 < summary["tracker_fps"] < 40
+    assert summary["live_calibration"]["flexion_messages"] == CLIP_FRAMES  # the deep subscriber: all
+    # the latency probe is keep-last-1 (what an actuator sees): it may skip a message, never queue
+    assert CLIP_FRAMES / 2 < summary["latency_capture_to_target_flexions_ms"]["n"] <= CLIP_FRAMES
+    assert summary["frames_dropped"] == 0  # a paced file without drop_late_frames keeps every frame
+    assert summary["inference_ms_p95"] > 0
+    assert summary["twin_real_time_factor"] > 0
+    assert set(summary["safe_pose_trips"]) == {"twin", "servo_driver"}
+    assert {"tracker", "twin", "joint_mapper", "servo_driver", "runner"} <= set(summary["cpu_seconds"])
+    # the twin rendered after the run from the bag's /hand_twin/joint_states, one per tracked frame
+    assert summary["twin_frames_rendered"] == CLIP_FRAMES
     servo = summary["servo"]
     assert servo["frames_acked"] > 0 and servo["board_rejected_total"] == 0
     counts = topic_counts(out / "demo_bag")

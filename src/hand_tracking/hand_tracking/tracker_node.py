@@ -50,6 +50,7 @@ import math
 import sys
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -154,11 +155,19 @@ class _Stats:
     sums: dict[str, float] = field(default_factory=lambda: dict.fromkeys(
         ("decode", "inference", "geometry_filter", "publish"), 0.0))
 
+    #: the last inference times (ms), bounded: their p95 goes into /diagnostics
+    inference: deque = field(default_factory=lambda: deque(maxlen=4096))
+
     def add(self, tracked: bool, **ms: float) -> None:
         self.frames += 1
         self.tracked += int(tracked)
         for k, v in ms.items():
             self.sums[k] += v
+        if "inference" in ms:
+            self.inference.append(ms["inference"])
+
+    def inference_p95(self) -> float:
+        return float(np.percentile(self.inference, 95)) if self.inference else float("nan")
 
     def mean(self, key: str) -> float:
         return self.sums[key] / self.frames if self.frames else 0.0
@@ -902,6 +911,7 @@ class TrackerNode(SafeLifecycleNode):
         for key in ("decode", "inference", "geometry_filter", "publish"):
             values[f"{key}_ms"] = f"{sp.mean(key):.3f}"
             values[f"{key}_ms_mean_total"] = f"{st.mean(key):.3f}"
+        values["inference_ms_p95_total"] = f"{st.inference_p95():.3f}"  # the last ≤ 4096 frames
         status = DiagnosticStatus(level=level, name=f"{self.get_name()}: tracking", message=message,
                                   hardware_id=values["source"],
                                   values=[KeyValue(key=k, value=v) for k, v in values.items()])

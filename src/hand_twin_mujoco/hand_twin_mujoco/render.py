@@ -12,6 +12,9 @@
 - :class:`RenderWorker`: a thread that renders snapshots at a fixed rate (≤ 30 Hz) and hands the
   images to a sink; it never holds the physics lock while rendering (MuJoCo releases the GIL in
   ``mjr_render``) and runs at a lower CPU priority (nice +10) together with its GL threads.
+- :class:`JointStateRenderer`: renders recorded joint positions (``/hand_twin/joint_states``)
+  after a run, so a demo video costs the live graph nothing; the same positions give the same
+  picture every time.
 """
 
 from __future__ import annotations
@@ -225,3 +228,37 @@ class RenderWorker:
         if self._thread is not None:
             self._thread.join(5.0)
             self._thread = None
+
+
+class JointStateRenderer:
+    """Render a hand from joint positions alone (e.g. recorded ``/hand_twin/joint_states``).
+
+    ``render(names, positions)``: ``names`` joint names of the message, ``positions`` rad in that
+    order; joints of the model not named keep the model's open keyframe. Returns an RGB image
+    (height, width, 3) uint8 view that the next call overwrites. KeyError names an unknown joint.
+    Deterministic: equal positions give identical pixels. Create, use and close in one thread
+    (the OpenGL context belongs to it).
+    """
+
+    def __init__(self, hand: HandModel, config: RenderConfig):
+        self.hand = hand
+        self._renderer = OffscreenRenderer(hand, config)
+        self._base = np.array(hand.model.key_qpos[hand.key_open]) if hand.model.nkey else None
+        self._adr: dict[str, int] = {}
+        for jid, adr in zip(hand.joint_ids, hand.qpos_adr):
+            self._adr[mujoco.mj_id2name(hand.model, mujoco.mjtObj.mjOBJ_JOINT, int(jid))] = int(adr)
+
+    def render(self, names: list[str], positions: list[float] | np.ndarray) -> np.ndarray:
+        data = self._renderer.data
+        if self._base is not None:
+            data.qpos[:] = self._base
+        prefix = self.hand.prefix
+        for name, q in zip(names, positions):
+            key = name if name in self._adr else f"{prefix}{name}"
+            if key not in self._adr:
+                raise KeyError(f"joint '{name}' is not a joint of {self.hand.path}")
+            data.qpos[self._adr[key]] = float(q)
+        return self._renderer.render()
+
+    def close(self) -> None:
+        self._renderer.close()

@@ -11,7 +11,14 @@ import cv2
 import numpy as np
 import pytest
 
-from hand_twin_mujoco.render import FrameMeta, FrameRecorder, OffscreenRenderer, RenderConfig, RenderWorker
+from hand_twin_mujoco.render import (
+    FrameMeta,
+    FrameRecorder,
+    JointStateRenderer,
+    OffscreenRenderer,
+    RenderConfig,
+    RenderWorker,
+)
 from hand_twin_mujoco.sim import TwinSim, build_twin
 
 
@@ -53,6 +60,42 @@ def test_renders_the_hand_and_its_pose(build):
     skin = [np.sum(np.all(np.abs(img.astype(int) - [200, 178, 155]) < 60, axis=2)) for img in (open_img, fist)]
     assert skin[0] > 1000 and skin[1] < 0.85 * skin[0], skin
     assert np.mean(np.abs(open_img.astype(int) - fist.astype(int))) > 2
+
+
+def test_joint_state_renderer_draws_what_the_live_renderer_drew(build):
+    """After-the-run rendering from /hand_twin/joint_states positions: the same picture as the
+    live renderer's of that state (positions alone fix the pose), and identical on every call."""
+    from hand_common import contract
+
+    sim = TwinSim(build.hand, build.tmap)
+    sim.set_flexions(np.array([0.2, 0.9, 0.5, 0.1, 0.7]))
+    sim.step(300)
+    state = sim.state()
+    result = {}
+
+    def work():
+        live = OffscreenRenderer(build.hand, RenderConfig(width=320, height=240))
+        sim.copy_state_into(live.data)
+        result["live"] = live.render().copy()
+        live.close()
+        r = JointStateRenderer(build.hand, RenderConfig(width=320, height=240))
+        names = list(contract.JOINT_NAMES)
+        result["a"] = r.render(names, state.position).copy()
+        result["open"] = r.render(names, np.zeros(len(names))).copy()
+        result["b"] = r.render(names, state.position).copy()
+        try:
+            r.render(["no_such_joint"], [0.0])
+        except KeyError as exc:
+            result["error"] = str(exc)
+        r.close()
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join(30)
+    assert np.array_equal(result["a"], result["b"])  # deterministic
+    assert np.mean(np.abs(result["a"].astype(int) - result["live"].astype(int))) < 0.5
+    assert np.mean(np.abs(result["a"].astype(int) - result["open"].astype(int))) > 2  # the pose shows
+    assert "no_such_joint" in result["error"]
 
 
 def test_recorder_writes_numbered_frames_and_csv(tmp_path):

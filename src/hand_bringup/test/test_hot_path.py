@@ -1,0 +1,59 @@
+"""Hot-path bookkeeping without ROS traffic: niceness of started nodes, safe-pose trips counted
+only while the hand is tracked, CPU seconds, the wire-latency bound of bench_pipeline."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from hand_bringup.bench_pipeline import wire_latencies
+from hand_bringup.bringup import NODES
+from hand_bringup.runner import RunConfig, Runner, nice_prefix, process_cpu_seconds
+from hand_common import contract
+
+
+def test_non_hot_path_nodes_start_niced():
+    assert NODES["tracker"].nice == 0  # the hot path keeps the runner's priority
+    assert NODES["twin"].nice > 0 and NODES["joint_mapper"].nice > 0
+    assert nice_prefix(0) == []
+    out = subprocess.run(nice_prefix(5) + [sys.executable, "-c", "import os; print(os.nice(0))"],
+                         capture_output=True, text=True, check=True).stdout
+    assert int(out) == min(os.nice(0) + 5, 19)
+
+
+def test_process_cpu_seconds_reads_proc():
+    cpu = process_cpu_seconds(os.getpid())
+    assert cpu is not None and cpu > 0
+    assert process_cpu_seconds(2**22 + 12345) is None  # beyond pid_max: no such process
+
+
+def test_safe_pose_trips_count_only_while_tracked(tmp_path):
+    runner = Runner(RunConfig(profile="demo", out_dir=tmp_path))
+    twin, servo = f"{contract.TWIN_NODE}: physics", f"{contract.SERVO_DRIVER_NODE}: link"
+    runner.frames.append((0, 1.0, True, 0))
+    runner._count_safe_pose(twin, {"watchdog": "waiting", "real_time_factor_total": "0.0"})  # before any command
+    runner._count_safe_pose(twin, {"watchdog": "ok", "real_time_factor_total": "0.998"})
+    runner._count_safe_pose(servo, {"stale": "False"})
+    runner._count_safe_pose(twin, {"watchdog": "timed_out"}, now=2.0)  # a trip in the middle of tracking ...
+    runner._count_safe_pose(twin, {"watchdog": "ok"}, now=3.0)
+    runner.frames.append((1, 4.0, True, 0))  # ... frames came after it
+    runner._count_safe_pose(twin, {"watchdog": "timed_out"}, now=5.0)  # the end of the video: none after
+    runner._count_safe_pose(servo, {"stale": "True"}, now=5.0)
+    assert runner.safe_pose_trips == {"servo_driver": 0, "twin": 1}
+    assert runner.twin_rtf == pytest.approx(0.998)
+
+
+def test_wire_latency_is_the_age_of_the_newest_capture(tmp_path):
+    log = tmp_path / "board.jsonl"
+    recs = [{"t": 10.020, "event": "frame", "msg": "set_pulses"},
+            {"t": 10.050, "event": "frame", "msg": "heartbeat"},  # not a command
+            {"t": 10.041, "event": "frame", "msg": "set_pulses"},
+            {"t": 9.990, "event": "frame", "msg": "set_pulses"}]  # before the first capture
+    log.write_text("\n".join(json.dumps(r) for r in recs) + "\nnot json\n")
+    got = wire_latencies(log, [10.0, 10.0333])
+    assert got == pytest.approx([0.020, 0.0077])
+    assert wire_latencies(tmp_path / "missing.jsonl", [1.0]) == []
