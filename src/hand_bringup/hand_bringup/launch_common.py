@@ -38,7 +38,7 @@ def _overrides(key: str) -> dict:
     elif key in ("dex_retarget", "dex_twin"):  # robot:=leap_hand_right (dex profile; empty = dex_hand)
         out["robot"] = ParameterValue(LaunchConfiguration("robot", default=""), value_type=str)
     elif key == "servo_driver":
-        out["port"] = ParameterValue(LaunchConfiguration("port"), value_type=str)
+        out["port"] = ParameterValue(_servo_port(), value_type=str)
     elif key == "arm_teleop":
         out["control_mode"] = ParameterValue(LaunchConfiguration("control_mode"), value_type=str)
     elif key == "arm_driver":
@@ -107,16 +107,30 @@ def discovery_range() -> list:
     ]
 
 
+#: Where ``sim_board:=true`` links its pty when ``port`` is left at the real board's default: a
+#: normal user may not create ``/dev/ttyACM0`` (nor the board's log beside it).
+SIM_BOARD_PORT = "/tmp/hand_servo_board"
+REAL_BOARD_PORT = "/dev/ttyACM0"
+
+
+def _servo_port() -> PythonExpression:
+    """The servo port: ``port``, except ``SIM_BOARD_PORT`` for a simulated board on the default port."""
+    return PythonExpression([
+        f"'{SIM_BOARD_PORT}' if '", LaunchConfiguration("sim_board"), "'.lower() in ('true', '1') and '",
+        LaunchConfiguration("port"), f"' == '{REAL_BOARD_PORT}' else '", LaunchConfiguration("port"), "'"])
+
+
 def hardware_extras():
     """``port`` argument and an optional simulated board (``sim_board:=true``) on that port."""
     arguments = [
-        DeclareLaunchArgument("port", default_value="/dev/ttyACM0",
+        DeclareLaunchArgument("port", default_value=REAL_BOARD_PORT,
                               description="Serial device of the servo board"),
         DeclareLaunchArgument("sim_board", default_value="false",
-                              description="Start the simulated board and link its pty at `port`"),
+                              description=f"Start the simulated board and link its pty at `port` ({SIM_BOARD_PORT} "
+                                          f"when port is left at {REAL_BOARD_PORT})"),
     ]
     board = Node(package="hand_servo_driver", executable="sim_board", name="sim_board",
-                 arguments=["--link", LaunchConfiguration("port")], output="screen",
+                 arguments=["--link", _servo_port()], output="screen",
                  condition=IfCondition(LaunchConfiguration("sim_board")))
     return arguments, [board]
 

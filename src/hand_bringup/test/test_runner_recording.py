@@ -19,15 +19,21 @@ N = 600  # synthetic ground truth: messages in the source bag
 
 @pytest.fixture(scope="module")
 def source_bag(tmp_path_factory) -> pathlib.Path:
+    from hand_tracking.geometry import synthetic_hand
     from hand_tracking.landmarks import HandObservation
     from hand_tracking.replay import write_landmark_bag
 
     path = tmp_path_factory.mktemp("src") / "landmarks_bag"
-    rng = np.random.default_rng(18)
-    world = rng.normal(0.0, 0.05, (21, 3))
-    image = np.clip(world + 0.5, 0.0, 1.0)
-    frames = [(1000.0 + i / 30, i, [HandObservation(world + 0.001 * np.sin(i / 10), image, "right", 0.9)])
-              for i in range(N)]
+
+    def observation(i: int) -> HandObservation:
+        # a plausible hand (the tracker's quality gate refuses random points), slowly curling
+        world = synthetic_hand(np.full(15, np.pi - 0.15 - 0.3 * (1 + np.sin(i / 10))))
+        xy = world[:, :2] - world[:, :2].mean(axis=0)
+        xy = 0.5 + 0.3 * xy / np.abs(xy).max()  # the whole hand inside the picture
+        image = np.c_[xy[:, 0] * 480 / 640 + 0.5 * (1 - 480 / 640), xy[:, 1], np.zeros(21)]
+        return HandObservation(image=image, world=world, handedness="right", score=0.9)
+
+    frames = [(1000.0 + i / 30, i, [observation(i)]) for i in range(N)]
     assert write_landmark_bag(path, frames, width=640, height=480) == N
     return path
 

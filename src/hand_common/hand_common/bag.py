@@ -219,7 +219,7 @@ class BagWriter:
             self._open_segment()  # topics that never got a message stay declared (as rosbag2 does)
         self._commit_segment()
         self._closed = True
-        if merge and len(self._files) > 1:
+        if merge and self._files:  # one segment too: a closed bag is always <name>.mcap, however fast it was written
             self._merge()
         import shutil
 

@@ -22,9 +22,10 @@ def test_only_the_first_four_fields_are_positional():
 
 
 def test_declare_specs_declares_types_ranges_and_refuses_out_of_range_sets():
-    rclpy.init()
+    context = rclpy.Context()  # private: other tests of this session may hold the default one
+    rclpy.init(context=context)
     try:
-        node = rclpy.create_node("param_spec_test")
+        node = rclpy.create_node("param_spec_test", context=context)
         values = declare_specs(node, SPECS)
         assert values == {"rate": 50.0, "count": 3, "mode": "a", "gains": [1.0, 2.0]}
         (d_rate, d_count, d_gains) = node.describe_parameters(["rate", "count", "gains"])
@@ -37,4 +38,4 @@ def test_declare_specs_declares_types_ranges_and_refuses_out_of_range_sets():
         assert res.successful and node.get_parameter("rate").value == 100.0
         node.destroy_node()
     finally:
-        rclpy.shutdown()
+        rclpy.shutdown(context=context)

@@ -40,6 +40,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 import tty
 from collections.abc import Sequence
@@ -489,6 +490,14 @@ def build_arg_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _beside(link: str, suffix: str) -> str:
+    """``<link><suffix>`` where the link's folder is writable, else in the temp folder (a link in
+    /dev: a normal user may not write there)."""
+    if os.access(os.path.dirname(os.path.abspath(link)), os.W_OK):
+        return link + suffix
+    return os.path.join(tempfile.gettempdir(), os.path.basename(link) + suffix)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_arg_parser().parse_args(_strip_ros_args(list(sys.argv[1:] if argv is None else argv)))
     if args.summarize:
@@ -504,8 +513,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"sim_board: invalid configuration: {exc}", file=sys.stderr)
         return 2
     link = args.link
-    sim = SimBoard(config, link, args.port_file, args.log or f"{link}.log.jsonl",
-                   args.stats_file or f"{link}.stats.json", args.control, args.flip_rate, args.truncate_rate,
+    sim = SimBoard(config, link, args.port_file, args.log or _beside(link, ".log.jsonl"),
+                   args.stats_file or _beside(link, ".stats.json"), args.control, args.flip_rate, args.truncate_rate,
                    args.seed, args.quiet)
 
     def on_signal(signum, _frame):

@@ -224,3 +224,15 @@ def test_command_line_ros_args_and_summary(tmp_path):
     res = subprocess.run([sys.executable, "-m", "hand_servo_driver.sim_board", "--link", str(device), "--quiet"],
                          capture_output=True, text=True, timeout=30)
     assert res.returncode != 0 and "refusing to replace" in res.stderr and device.is_file()
+
+
+def test_board_files_go_beside_a_writable_link_else_to_the_temp_folder(tmp_path, monkeypatch):
+    """hardware.launch.py sim_board:=true on a /dev port: a user may not write /dev/ttyACM0.log.jsonl."""
+    import tempfile
+
+    from hand_servo_driver.sim_board import _beside
+
+    assert _beside(str(tmp_path / "board"), ".log.jsonl") == str(tmp_path / "board.log.jsonl")
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if path == "/dev" else real_access(path, mode))
+    assert _beside("/dev/ttyACM0", ".log.jsonl") == os.path.join(tempfile.gettempdir(), "ttyACM0.log.jsonl")
