@@ -40,6 +40,7 @@ setup(
             "runner = hand_bringup.cli:main",
             "arm_demo = hand_bringup.arm_demo:main",
             "dex_demo = hand_bringup.dex_demo:main",
+            "bench_kill = hand_bringup.bench_kill:main",
             "bench_pipeline = hand_bringup.bench_pipeline:main",
         ],
     },
