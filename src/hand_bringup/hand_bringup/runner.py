@@ -164,6 +164,7 @@ class Runner:
         self.bag = None
         self.recorded: set[str] = set()
         self._bag_lock = threading.Lock()
+        self._diagnostics_from_bag = False  # /diagnostics is recorded: its recorder reads the statuses
         self.t_start = time.time()
         # live measurements
         # (frame_index, receive wall time, hand found, capture stamp ns) per /hand/landmarks message
@@ -311,10 +312,18 @@ class Runner:
         return set(self.recorded)
 
     def _recorder(self, topic: str):
+        diagnostics = topic == contract.TOPIC_DIAGNOSTICS
+        if diagnostics:
+            from diagnostic_msgs.msg import DiagnosticArray
+            from rclpy.serialization import deserialize_message
+
         def cb(data: bytes) -> None:
             with self._bag_lock:
                 if self.bag is not None:
                     self.bag.write(topic, time.time_ns(), data)
+            if diagnostics:  # what the run knows of its nodes is what its bag holds: one reader, one stream
+                self._diagnostics_from_bag = True
+                self._read_diagnostics(deserialize_message(data, DiagnosticArray))
         return cb
 
     def flush_recording(self) -> None:
@@ -357,6 +366,10 @@ class Runner:
         self.last_flexion = self.flexions[stamp]
 
     def _on_diagnostics(self, msg) -> None:
+        if not self._diagnostics_from_bag:  # else the recorder's reader feeds _read_diagnostics
+            self._read_diagnostics(msg)
+
+    def _read_diagnostics(self, msg) -> None:
         for status in msg.status:
             entry = {kv.key: kv.value for kv in status.values}
             entry["_level"] = str(int.from_bytes(status.level, "little") if isinstance(status.level, bytes)
@@ -548,11 +561,17 @@ class Runner:
     def finished(self) -> bool:
         if self.source_finished():
             return True
-        if self.cfg.video_frames and len(self.frames) >= self.cfg.video_frames:
+        if self.cfg.video_frames and max(len(self.frames), self._recorded(contract.TOPIC_LANDMARKS)) >= \
+                self.cfg.video_frames:  # the monitor (keep-last) may skip messages of a burst; the bag may not
             return True
         if self.cfg.idle_stop_s and self.frames and time.time() - self.frames[-1][1] > self.cfg.idle_stop_s:
             return True
         return bool(self.cfg.duration_s and time.time() - self.t_start > self.cfg.duration_s)
+
+    def _recorded(self, topic: str) -> int:
+        """Messages of ``topic`` written to the bag so far (0 without a bag)."""
+        with self._bag_lock:
+            return self.bag.counts.get(topic, 0) if self.bag is not None else 0
 
     def supervise(self, on_tick=None) -> None:
         """Until finished (or Ctrl-C): check processes, print progress, call ``on_tick``."""
