@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from hand_bringup.bench_kill import alive, descendants
 from hand_bringup.bringup import profile_nodes
 from hand_common import contract
 from hand_common.bag import read_messages, topic_counts
@@ -30,32 +31,6 @@ def processes_mentioning(text: str) -> list[int]:
         except OSError:
             pass
     return pids
-
-
-def descendants(root: int) -> list[int]:
-    """Every live process below ``root`` (from /proc/<pid>/stat parent ids)."""
-    parent = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                parent[int(pid)] = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            pass
-    out, todo = [], [root]
-    while todo:
-        ppid = todo.pop()
-        kids = [p for p, pp in parent.items() if pp == ppid]
-        out += kids
-        todo += kids
-    return out
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def committed_landmarks(bag) -> int:
