@@ -53,9 +53,10 @@ from hand_common.stats import percentiles_ms, rate_hz
 NOT_RECORDED_TOPICS = ("/rosout", "/parameter_events")
 NOT_RECORDED_TYPES = ("sensor_msgs/msg/Image",)
 
-#: The runner's subscriptions (recorder and measurements): reliable like the publishers, with a deep reader queue so that a
-#: busy Python process (2 shared cores) loses nothing: DDS fills the queue from its own threads.
-MONITOR_QOS = contract.QosSpec(reliable=True, depth=1000)
+#: The runner's subscriptions (recorder and measurements): contract.RECORD (reliable keep-all), so
+#: that a busy Python process (2 shared cores) loses nothing of a burst: DDS fills the reader's
+#: queue from its own threads and the runner drains it.
+MONITOR_QOS = contract.RECORD
 #: The latency probe subscribes like an actuator (contract.LATEST: reliable, keep-last 1): the
 #: figure is the age of the newest command when it arrives, not the runner's own backlog.
 LATENCY_QOS = contract.LATEST
@@ -143,6 +144,7 @@ class Runner:
     DISCOVERY_WAIT_S = 1.5
     #: After the source finished: seconds without a new recorded message before giving up the drain.
     DRAIN_IDLE_S = 3.0
+    DRAIN_MAX_S = 60.0
 
     def __init__(self, cfg: RunConfig):
         ensure_local_discovery()
@@ -163,6 +165,7 @@ class Runner:
         self.probe = None
         self.bag = None
         self.recorded: set[str] = set()
+        self._record_subs: dict[str, Any] = {}  # topic -> the recorder's subscription
         self._bag_lock = threading.Lock()
         self._diagnostics_from_bag = False  # /diagnostics is recorded: its recorder reads the statuses
         self.t_start = time.time()
@@ -291,7 +294,7 @@ class Runner:
         if self.bag is None or topic in self.recorded:
             return
         self.bag.add(topic, type_name)
-        self.probe.node.create_subscription(
+        self._record_subs[topic] = self.probe.node.create_subscription(
             message_class(type_name), topic, self._recorder(topic), contract.qos(MONITOR_QOS), raw=True)
         self.recorded.add(topic)
 
@@ -473,24 +476,24 @@ class Runner:
         return out
 
     def _wait_for_publishers(self, timeout: float = 10.0) -> None:
-        """Before anything is active: record what the configured nodes publish and wait until the
-        recorder sees the main topics' publishers, so the first frames are not lost to discovery."""
+        """Before anything is active: record what the configured nodes publish and wait until
+        every recorder subscription of the main topics has *matched* its publisher. A volatile
+        reader that matches a writer late skips the samples sent before (measured: the first 3
+        frames of an unpaced replay lost in 1 of 20 runs while only the graph showed the
+        publisher), so the graph is not enough: the reader's own matched count decides."""
         if self.bag is None:
             return
-        node = self.probe.node
         expected = {t for t in self._expected_topics() if t != contract.TOPIC_DIAGNOSTICS}
-        before = set(self.recorded)
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             recorded = self.record_published_topics()
-            if expected <= recorded and all(node.count_publishers(t) > 0 for t in expected):
-                # endpoint discovery has found them; let the matching complete (longer when this
-                # call has just subscribed to further topics)
-                time.sleep(1.0 if recorded - before else 0.3)
+            if expected <= recorded and all(self._record_subs[t].get_publisher_count() > 0 for t in recorded
+                                            if t != contract.TOPIC_DIAGNOSTICS):
                 return
-            time.sleep(0.05)
-        missing = sorted(t for t in expected if node.count_publishers(t) == 0 or t not in self.recorded)
-        print(f"[runner] warning: no publisher seen on {missing} after {timeout:.0f} s", flush=True)
+            time.sleep(0.02)
+        missing = sorted(t for t in expected if t not in self._record_subs or
+                         self._record_subs[t].get_publisher_count() == 0)
+        print(f"[runner] warning: the recorder matched no publisher on {missing} after {timeout:.0f} s", flush=True)
 
     def bring_down(self) -> list[str]:
         from hand_common.lifecycle_client import LifecycleClient
@@ -590,33 +593,42 @@ class Runner:
         self.check_source()
 
     def published_counts(self) -> dict[str, int]:
-        """Messages the publishers say they sent, per topic, where they say it: /hand/landmarks from
-        the tracker's ``frames`` diagnostic once its source finished (one message per frame)."""
+        """Messages the publishers say they sent, per topic, where they say it, once the tracker's
+        source finished: /hand/landmarks from its ``frames`` diagnostic (one message per frame),
+        /hand/target_flexions and /hand/joint_flexions from its ``flexions_published``."""
         st = self.tracker_status()
         out: dict[str, int] = {}
-        if st.get("watchdog") == "finished" and not self.two_hands and "frames" in st and \
-                self.cfg.overrides.get("tracker", {}).get("publish_landmarks", True) is not False:
+        if st.get("watchdog") != "finished" or self.two_hands:
+            return out
+        if "frames" in st and self.cfg.overrides.get("tracker", {}).get("publish_landmarks", True) is not False:
             out[contract.TOPIC_LANDMARKS] = int(st["frames"])
+        if "flexions_published" in st:
+            out[contract.TOPIC_TARGET_FLEXIONS] = out[contract.TOPIC_JOINT_FLEXIONS] = int(st["flexions_published"])
         return out
 
     def drain_recording(self) -> None:
         """Before stopping: wait until the bag holds every published message that is known (see
-        :meth:`published_counts`), while the recorded counts still grow (``DRAIN_IDLE_S``)."""
+        :meth:`published_counts`), while those topics' recorded counts still grow (``DRAIN_IDLE_S``),
+        at most ``DRAIN_MAX_S``. Only the counted topics decide: /diagnostics keeps arriving at its
+        own rate and must not keep a run that lost messages waiting forever (it then fails in
+        :meth:`_check_recording`, naming the topic and the numbers)."""
         if self.bag is None:
             return
-        end = time.monotonic() + self.DRAIN_IDLE_S
+        start = time.monotonic()
+        end = start + self.DRAIN_IDLE_S
         while not self.source_finished() and self.cfg.video_frames and time.monotonic() < end:
             time.sleep(0.05)  # the tracker's final count comes with its next diagnostics
         last, last_change = None, time.monotonic()
-        while time.monotonic() - last_change < self.DRAIN_IDLE_S:
+        while time.monotonic() - last_change < self.DRAIN_IDLE_S and time.monotonic() - start < self.DRAIN_MAX_S:
             published = self.published_counts()
             with self._bag_lock:
-                counts = dict(self.bag.counts)
-            if all(counts.get(t, 0) >= n for t, n in published.items()):
+                counts = {t: self.bag.counts.get(t, 0) for t in published}
+            if all(counts[t] >= n for t, n in published.items()):
                 return
             if counts != last:
                 last, last_change = counts, time.monotonic()
             self.check_alive()
+            self.flush_recording()
             time.sleep(0.05)
 
     def _check_recording(self) -> None:

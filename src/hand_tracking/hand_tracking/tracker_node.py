@@ -202,6 +202,7 @@ class TrackerNode(SafeLifecycleNode):
         self._stop = threading.Event()
         self._pub_landmarks = self._pub_target = self._pub_joints = self._pub_diag = None
         self._pub_sides: dict[str, tuple] = {}  # hands: two → side: (landmarks, target, joints)
+        self._batch = False  # configured with a recording read faster than real time (contract.REPLAY)
         self._sub = None
         self._timer = None
         self._capture: _Capture | None = None
@@ -228,7 +229,8 @@ class TrackerNode(SafeLifecycleNode):
           "(recorded /hand/landmarks) or topic:<landmarks topic>. Changeable only while unconfigured.")
         d(self, "realtime", True, "Pace video files, image folders and bags at their recorded rate "
           "(like a live camera); false = as fast as processed (a file's frames are then stamped on "
-          "its media timeline: first read time + frame time).")
+          "its media timeline: first read time + frame time; false at configure also makes the data "
+          "publishers reliable keep-all, so that a recorder receives every frame of the burst).")
         d(self, "drop_late_frames", True, "With realtime pacing of a recording: drop frames that could "
           "not be processed in time, as a live camera does (false = process every frame, late if "
           "need be). A camera always delivers its freshest frame.")
@@ -415,6 +417,7 @@ class TrackerNode(SafeLifecycleNode):
         self._finished = False
         self._last_error = ""
         self._bad_frames = 0
+        self._flexions_published = 0  # /hand/target_flexions (= /hand/joint_flexions) messages, one hand
         self._last_status = ""
         self._sides_status: dict[str, str] = {}
         self._last_reason = ""
@@ -451,17 +454,22 @@ class TrackerNode(SafeLifecycleNode):
         with self._lock:
             self._core = TwoHandCore(cfg) if two else TrackerCore(cfg)
         stream = contract.qos(contract.STREAM)
+        # a recording read faster than real time is a batch job: its data publishers keep every
+        # unacknowledged sample (DDS backpressure, contract.REPLAY) so that a recorder gets all
+        # of them; a live or paced source keeps STREAM (no subscriber can hold samples back)
+        batch = self._batch = spec.kind in ("video", "images", "bag") and not v["realtime"]
+        data = contract.qos(contract.REPLAY if batch else contract.STREAM)
         if spec.kind != "topic":
             self._pub_landmarks = self.create_lifecycle_publisher(
-                HandLandmarksArray, contract.TOPIC_LANDMARKS, stream)
+                HandLandmarksArray, contract.TOPIC_LANDMARKS, data)
         if two:
             side = contract.side_topic
-            self._pub_sides = {s: tuple(self.create_lifecycle_publisher(t, side(n, s), stream) for t, n in (
+            self._pub_sides = {s: tuple(self.create_lifecycle_publisher(t, side(n, s), data) for t, n in (
                 (HandLandmarksArray, contract.TOPIC_LANDMARKS), (JointState, contract.TOPIC_TARGET_FLEXIONS),
                 (JointState, contract.TOPIC_JOINT_FLEXIONS))) for s in contract.HAND_SIDES}
         else:
-            self._pub_target = self.create_lifecycle_publisher(JointState, contract.TOPIC_TARGET_FLEXIONS, stream)
-            self._pub_joints = self.create_lifecycle_publisher(JointState, contract.TOPIC_JOINT_FLEXIONS, stream)
+            self._pub_target = self.create_lifecycle_publisher(JointState, contract.TOPIC_TARGET_FLEXIONS, data)
+            self._pub_joints = self.create_lifecycle_publisher(JointState, contract.TOPIC_JOINT_FLEXIONS, data)
         self._pub_diag = self.create_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, stream)
         if spec.kind == "topic":
             self._sub = self.create_subscription(HandLandmarksArray, spec.target, self._on_landmarks, stream)
@@ -573,6 +581,8 @@ class TrackerNode(SafeLifecycleNode):
     def _work(self) -> None:
         """Worker thread: read → (MediaPipe) → geometry/filter → publish, until stopped."""
         log = self.get_logger()
+        if self._batch:
+            self._wait_for_matched_subscribers()
         while not self._stop.is_set():
             try:
                 item = self._prefetch.read(timeout=0.2)
@@ -597,6 +607,28 @@ class TrackerNode(SafeLifecycleNode):
                 self._last_error = f"{type(exc).__name__}: {exc}"
                 log.error(f"frame {getattr(item, 'index', '?')} failed: {self._last_error}",
                           throttle_duration_sec=5.0)
+
+    def _data_publishers(self) -> list:
+        pubs = [self._pub_landmarks, self._pub_target, self._pub_joints]
+        pubs += [p for side in (self._pub_sides or {}).values() for p in side]
+        return [p for p in pubs if p is not None]
+
+    def _wait_for_matched_subscribers(self, timeout: float = 5.0) -> None:
+        """A batch source (a recording read faster than real time) starts once every subscription
+        that the graph shows on a data topic has matched its publisher: a volatile reader matched
+        after the first samples never gets them (measured: frame 0 missing from the recorder's bag
+        in 2 of 25 unpaced replays). Live sources never wait."""
+        end = time.monotonic() + timeout
+        waiting: list[str] = []
+        while not self._stop.is_set():
+            waiting = [p.topic_name for p in self._data_publishers()
+                       if p.get_subscription_count() < self.count_subscribers(p.topic_name)]
+            if not waiting or time.monotonic() > end:
+                break
+            time.sleep(0.01)
+        if waiting:
+            self.get_logger().warning(f"starting the batch source although subscriptions of {waiting} "
+                                      f"have not matched after {timeout:.0f} s")
 
     def _process(self, item: Frame | LandmarkFrame) -> None:
         t0 = time.monotonic()
@@ -730,6 +762,7 @@ class TrackerNode(SafeLifecycleNode):
         flex_header = Header(stamp=stamp, frame_id="")
         pub_target.publish(JointState(header=flex_header, name=list(FINGER_NAMES), position=fingers.tolist()))
         pub_joints.publish(JointState(header=flex_header, name=list(JOINT_NAMES), position=joints.tolist()))
+        self._flexions_published += 1
 
     def _on_landmarks(self, msg: HandLandmarksArray) -> None:
         """topic: replay — recorded/remote landmarks through geometry, filter and calibration."""
@@ -896,6 +929,7 @@ class TrackerNode(SafeLifecycleNode):
             "frames": str(st.frames),
             "frames_tracked": str(st.tracked),
             "bad_frames": str(self._bad_frames),
+            "flexions_published": str(self._flexions_published),
             "dropped_frames": str(self._prefetch.dropped if self._prefetch is not None else 0),
             "tracking": self._last_status or "none",
             **{f"rejected_{k}": str(n) for k, n in self._rejections().items()},
