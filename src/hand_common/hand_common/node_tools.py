@@ -144,10 +144,6 @@ def _declare(
     return node.declare_parameter(name, default, desc).value
 
 
-#: Until every node declares a ParamSpec table (removed when the last inline declare is gone).
-declare = _declare
-
-
 def declare_spec(node: Node, spec: ParamSpec, *, annotate: bool = False) -> Any:
     """Declare one :class:`~hand_common.param_spec.ParamSpec`; returns its current value.
 
