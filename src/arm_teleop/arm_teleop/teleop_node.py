@@ -42,30 +42,46 @@ from hand_common.param_spec import ParamSpec
 PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("control_mode", "cartesian", f"control mode: {' | '.join(MODES)} (switchable live)", live=True),
     ParamSpec("image_mirrored", False, "the camera image is already mirrored (selfie view)", live=True),
-    ParamSpec("hand_preference", "any", "which hand drives the arm: any (most confident), right, left", live=True),
+    ParamSpec("hand_preference", "any", "which hand drives the arm: any (most confident), right, left", live=True,
+              choices=("any", "right", "left")),
     ParamSpec("model_path", "", "MJCF of the arm ('' = arm_description's mjcf/so101.xml); read at configure"),
-    ParamSpec("arm_hold_s", 0.5, "open palm must be held this long (s) with stable tracking to arm", (0.0, 10.0), live=True),
+    ParamSpec("arm_hold_s", 0.5, "open palm must be held this long (s) with stable tracking to arm",
+              (0.0, 10.0), live=True),
     ParamSpec("min_score", 0.5, "minimum handedness score for stable tracking", (0.0, 1.0), live=True),
-    ParamSpec("arm_max_wrist_speed", 0.6, "stable tracking: wrist slower than this (image heights/s)", (0.01, 100.0), live=True),
-    ParamSpec("lost_frames_disable", 15, "frames without a hand before HOLD becomes DISABLED", (1, 10000), live=True),
-    ParamSpec("finger_extended_angle", 2.40, "finger extended above this mean joint angle (rad)", (0.1, 3.1), live=True),
-    ParamSpec("thumb_extended_angle", 2.65, "thumb extended above this mean joint angle (rad)", (0.1, 3.1), live=True),
+    ParamSpec("arm_max_wrist_speed", 0.6, "stable tracking: wrist slower than this (image heights/s)",
+              (0.01, 100.0), live=True),
+    ParamSpec("lost_frames_disable", 15, "frames without a hand before HOLD becomes DISABLED",
+              (1, 10000), live=True),
+    ParamSpec("finger_extended_angle", 2.40, "finger extended above this mean joint angle (rad)",
+              (0.1, 3.1), live=True),
+    ParamSpec("thumb_extended_angle", 2.65, "thumb extended above this mean joint angle (rad)",
+              (0.1, 3.1), live=True),
     ParamSpec("open_min_extended", 4, "digits extended for an open palm", (1, 5), live=True),
-    ParamSpec("pinch_close", 0.34, "pinch engages below this thumb-index distance / palm length", (0.01, 2.0), live=True),
-    ParamSpec("pinch_open", 0.45, "pinch releases above this thumb-index distance / palm length", (0.01, 2.0), live=True),
-    ParamSpec("pinch_min_other_extended", 2, "middle/ring/pinky extended for a pinch to engage", (0, 3), live=True),
-    ParamSpec("smoothing_time_s", 0.15, "exponential smoothing time constant of the targets (s)", (0.0, 5.0), live=True),
-    ParamSpec("max_joint_speed", 2.0, "rate limit of the arm joint commands (rad/s)", (0.01, 20.0), live=True),
+    ParamSpec("pinch_close", 0.34, "pinch engages below this thumb-index distance / palm length",
+              (0.01, 2.0), live=True),
+    ParamSpec("pinch_open", 0.45, "pinch releases above this thumb-index distance / palm length",
+              (0.01, 2.0), live=True),
+    ParamSpec("pinch_min_other_extended", 2, "middle/ring/pinky extended for a pinch to engage",
+              (0, 3), live=True),
+    ParamSpec("smoothing_time_s", 0.15, "exponential smoothing time constant of the targets (s)",
+              (0.0, 5.0), live=True),
+    ParamSpec("max_joint_speed", 2.0, "rate limit of the arm joint commands (rad/s)",
+              (0.01, 20.0), live=True),
     ParamSpec("max_gripper_speed", 4.5, "rate limit of the gripper command (rad/s)", (0.01, 50.0), live=True),
     ParamSpec("ik_max_iterations", 12, "IK iterations per frame", (1, 100), live=True),
     ParamSpec("ik_tolerance", 0.005, "IK position tolerance (m)", (0.0001, 0.1), live=True),
-    ParamSpec("ik_step", 0.5, "IK step (fraction of the damped least-squares update)", (0.01, 1.0), live=True),
+    ParamSpec("ik_step", 0.5, "IK step (fraction of the damped least-squares update)",
+              (0.01, 1.0), live=True),
     ParamSpec("ik_damping", 0.02, "IK damping lambda (m)", (0.0, 1.0), live=True),
-    ParamSpec("workspace_x", [-0.20, 0.20], "soft workspace x bounds (m), base frame", live=True, array_type=float),
-    ParamSpec("workspace_y", [-0.32, -0.06], "soft workspace y bounds (m), base frame (the arm reaches to -y)", live=True, array_type=float),
-    ParamSpec("workspace_z", [0.05, 0.30], "soft workspace z bounds (m), base frame", live=True, array_type=float),
+    ParamSpec("workspace_x", [-0.20, 0.20], "soft workspace x bounds (m), base frame",
+              live=True, array_type=float),
+    ParamSpec("workspace_y", [-0.32, -0.06], "soft workspace y bounds (m), base frame (the arm reaches to -y)",
+              live=True, array_type=float),
+    ParamSpec("workspace_z", [0.05, 0.30], "soft workspace z bounds (m), base frame",
+              live=True, array_type=float),
 )
 STATIC = {s.name for s in PARAMS if not s.live}
+_BY_NAME = {s.name: s for s in PARAMS}
 
 
 class TeleopNode(SafeLifecycleNode):
@@ -93,8 +109,8 @@ class TeleopNode(SafeLifecycleNode):
         for k in ("workspace_x", "workspace_y", "workspace_z"):
             if len(v[k]) != 2:
                 raise ValueError(f"{k} needs [min, max], got {list(v[k])}")
-        if v["hand_preference"] not in ("any", "right", "left"):
-            raise ValueError(f"hand_preference '{v['hand_preference']}' is not any, right or left")
+        if why := _BY_NAME["hand_preference"].problem(v["hand_preference"]):
+            raise ValueError(why)
         return TeleopConfig(
             gesture=GestureConfig(v["finger_extended_angle"], v["thumb_extended_angle"], v["open_min_extended"],
                                   v["pinch_close"], v["pinch_open"], v["pinch_min_other_extended"]),
