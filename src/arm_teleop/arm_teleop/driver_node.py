@@ -29,35 +29,36 @@ from arm_teleop import topics
 from arm_teleop.arm_model import ALL_JOINTS, ModelError, load_arm
 from arm_teleop.driver_core import ArmDriverCore, Calibration, OptIn, opt_in_level
 from hand_common import contract
-from hand_common.node_tools import SafeLifecycleNode, declare, run
+from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
+from hand_common.param_spec import ParamSpec
 
-PARAMS = [
-    ("real_hardware", False, "opt-in 1: open the bus (alone: read-only, torque off)", None, None),
-    ("allow_motion", False, "opt-in 2 (with real_hardware): torque on and move", None, None),
-    ("port", "/dev/ttyACM0", "serial device of the bus adapter", None, None),
-    ("baud", 1000000, "bus baud rate", (9600, 1000000), None),
-    ("ids", [1, 2, 3, 4, 5, 6], "bus IDs of shoulder_pan .. gripper", None, int),
-    ("zero_ticks", [2048] * 6, "tick reading at joint angle 0, per servo (calibration)", None, int),
-    ("signs", [1] * 6, "+1/-1 per servo: tick direction of a positive joint angle", None, int),
-    ("gripper_min_ticks", 1900, "calibrated gripper tick range: lower end", (0, 4095), None),
-    ("gripper_max_ticks", 3300, "calibrated gripper tick range: upper end", (0, 4095), None),
-    ("retries", 3, "retries of a missing or corrupted status packet", (0, 10), None),
-    ("timeout_ms", 20.0, "wait for a status packet (ms)", (1.0, 500.0), None),
-    ("rate", 30.0, "control/read loop rate (Hz)", (1.0, 200.0), None),
-    ("command_timeout", 0.15, "commands older than this are not sent (s; 4.5 frames at 30 Hz)", (0.05, 10.0), None),
-    ("model_path", "", "MJCF for limits and the gripper ctrlrange ('' = arm_description)", None, None),
-    ("dry_run_log_period", 1.0, "log intended writes at most this often (s)", (0.1, 60.0), None),
-    ("diagnostics_period", 1.0, "diagnostics period (s)", (0.1, 60.0), None),
-]
-STATIC = {"real_hardware", "allow_motion", "port", "baud", "ids", "zero_ticks", "signs", "gripper_min_ticks",
-          "gripper_max_ticks", "retries", "timeout_ms", "model_path"}
+#: Every parameter; the opt-ins and the calibration (not live) can only change while unconfigured.
+PARAMS: tuple[ParamSpec, ...] = (
+    ParamSpec("real_hardware", False, "opt-in 1: open the bus (alone: read-only, torque off)"),
+    ParamSpec("allow_motion", False, "opt-in 2 (with real_hardware): torque on and move"),
+    ParamSpec("port", "/dev/ttyACM0", "serial device of the bus adapter"),
+    ParamSpec("baud", 1000000, "bus baud rate", (9600, 1000000)),
+    ParamSpec("ids", [1, 2, 3, 4, 5, 6], "bus IDs of shoulder_pan .. gripper", array_type=int),
+    ParamSpec("zero_ticks", [2048] * 6, "tick reading at joint angle 0, per servo (calibration)", array_type=int),
+    ParamSpec("signs", [1] * 6, "+1/-1 per servo: tick direction of a positive joint angle", array_type=int),
+    ParamSpec("gripper_min_ticks", 1900, "calibrated gripper tick range: lower end", (0, 4095)),
+    ParamSpec("gripper_max_ticks", 3300, "calibrated gripper tick range: upper end", (0, 4095)),
+    ParamSpec("retries", 3, "retries of a missing or corrupted status packet", (0, 10)),
+    ParamSpec("timeout_ms", 20.0, "wait for a status packet (ms)", (1.0, 500.0)),
+    ParamSpec("rate", 30.0, "control/read loop rate (Hz)", (1.0, 200.0), live=True),
+    ParamSpec("command_timeout", 0.15, "commands older than this are not sent (s; 4.5 frames at 30 Hz)", (0.05, 10.0),
+              live=True),
+    ParamSpec("model_path", "", "MJCF for limits and the gripper ctrlrange ('' = arm_description)"),
+    ParamSpec("dry_run_log_period", 1.0, "log intended writes at most this often (s)", (0.1, 60.0), live=True),
+    ParamSpec("diagnostics_period", 1.0, "diagnostics period (s)", (0.1, 60.0), live=True),
+)
+STATIC = {s.name for s in PARAMS if not s.live}
 
 
 class DriverNode(SafeLifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(topics.DRIVER_NODE, **kwargs)
-        for name, default, desc, rng, arr in PARAMS:
-            declare(self, name, default, desc, array_type=arr, **({"range": rng} if rng is not None else {}))
+        declare_specs(self, PARAMS)
         self.add_on_set_parameters_callback(self._on_set)
         self.core: ArmDriverCore | None = None
         self._reset()
@@ -109,7 +110,9 @@ class DriverNode(SafeLifecycleNode):
                 self.core.bus.close()
             self.core = None
             return TransitionCallbackReturn.FAILURE
-        self._js_pub = self.create_publisher(JointState, topics.DRIVER_JOINT_STATES, contract.qos(contract.STREAM))
+        # measured joints come from the loop timer (active only); /diagnostics also while inactive
+        self._js_pub = self.create_lifecycle_publisher(JointState, topics.DRIVER_JOINT_STATES,
+                                                       contract.qos(contract.STREAM))
         self._diag_pub = self.create_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, contract.qos(contract.STREAM))
         self._timers.append(self.create_timer(self._p("diagnostics_period"), self._diagnostics))
         self.get_logger().info(f"configured: {level.value}" + (f", servos {models}" if models else
@@ -135,14 +138,6 @@ class DriverNode(SafeLifecycleNode):
             self._safe(lambda: (self.core._write_gripper(self.core.gripper_open), self.core.torque_off()))
         return super().on_deactivate(state)
 
-    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
-
     def _safe(self, fn) -> None:
         try:
             fn()
@@ -158,6 +153,8 @@ class DriverNode(SafeLifecycleNode):
         self._timers = self._timers[:1]
 
     def _release(self) -> None:
+        """The release hook (cleanup, shutdown from any state, error): the safe pose first (MOTION:
+        gripper open, torque off; READ_ONLY: torque off), then the port, timers and publishers."""
         self._stop_io()
         if self.core is not None:
             self.core.shutdown()  # MOTION: gripper open, torque off; READ_ONLY: torque off; closes the port
@@ -167,9 +164,10 @@ class DriverNode(SafeLifecycleNode):
                 self.get_logger().info(f"shutdown: {self.core.level.value}, torque off")
         for t in self._timers:
             self.destroy_timer(t)
-        for pub in (self._js_pub, self._diag_pub):
-            if pub is not None:
-                self.destroy_publisher(pub)
+        if self._js_pub is not None:
+            self.destroy_lifecycle_publisher(self._js_pub)
+        if self._diag_pub is not None:
+            self.destroy_publisher(self._diag_pub)
         self.core = None
         self._reset()
 

@@ -35,44 +35,59 @@ from arm_teleop.mapping import CartesianConfig
 from arm_teleop.state_machine import StateMachineConfig
 from arm_teleop.teleop_core import MODES, HandFrame, TeleopConfig, TeleopCore
 from hand_common import contract
-from hand_common.node_tools import SafeLifecycleNode, declare, run
+from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
+from hand_common.param_spec import ParamSpec
 
-#: (name, default, description, range) of every parameter; all live unless noted in the README.
-PARAMS = [
-    ("control_mode", "cartesian", f"control mode: {' | '.join(MODES)} (switchable live)", None),
-    ("image_mirrored", False, "the camera image is already mirrored (selfie view)", None),
-    ("hand_preference", "any", "which hand drives the arm: any (most confident), right, left", None),
-    ("model_path", "", "MJCF of the arm ('' = arm_description's mjcf/so101.xml); read at configure", None),
-    ("arm_hold_s", 0.5, "open palm must be held this long (s) with stable tracking to arm", (0.0, 10.0)),
-    ("min_score", 0.5, "minimum handedness score for stable tracking", (0.0, 1.0)),
-    ("arm_max_wrist_speed", 0.6, "stable tracking: wrist slower than this (image heights/s)", (0.01, 100.0)),
-    ("lost_frames_disable", 15, "frames without a hand before HOLD becomes DISABLED", (1, 10000)),
-    ("finger_extended_angle", 2.40, "finger extended above this mean joint angle (rad)", (0.1, 3.1)),
-    ("thumb_extended_angle", 2.65, "thumb extended above this mean joint angle (rad)", (0.1, 3.1)),
-    ("open_min_extended", 4, "digits extended for an open palm", (1, 5)),
-    ("pinch_close", 0.34, "pinch engages below this thumb-index distance / palm length", (0.01, 2.0)),
-    ("pinch_open", 0.45, "pinch releases above this thumb-index distance / palm length", (0.01, 2.0)),
-    ("pinch_min_other_extended", 2, "middle/ring/pinky extended for a pinch to engage", (0, 3)),
-    ("smoothing_time_s", 0.15, "exponential smoothing time constant of the targets (s)", (0.0, 5.0)),
-    ("max_joint_speed", 2.0, "rate limit of the arm joint commands (rad/s)", (0.01, 20.0)),
-    ("max_gripper_speed", 4.5, "rate limit of the gripper command (rad/s)", (0.01, 50.0)),
-    ("ik_max_iterations", 12, "IK iterations per frame", (1, 100)),
-    ("ik_tolerance", 0.005, "IK position tolerance (m)", (0.0001, 0.1)),
-    ("ik_step", 0.5, "IK step (fraction of the damped least-squares update)", (0.01, 1.0)),
-    ("ik_damping", 0.02, "IK damping lambda (m)", (0.0, 1.0)),
-    ("workspace_x", [-0.20, 0.20], "soft workspace x bounds (m), base frame", None),
-    ("workspace_y", [-0.32, -0.06], "soft workspace y bounds (m), base frame (the arm reaches to -y)", None),
-    ("workspace_z", [0.05, 0.30], "soft workspace z bounds (m), base frame", None),
-]
-STATIC = {"model_path"}
+#: Every parameter; all live but model_path (read at configure).
+PARAMS: tuple[ParamSpec, ...] = (
+    ParamSpec("control_mode", "cartesian", f"control mode: {' | '.join(MODES)} (switchable live)", live=True),
+    ParamSpec("image_mirrored", False, "the camera image is already mirrored (selfie view)", live=True),
+    ParamSpec("hand_preference", "any", "which hand drives the arm: any (most confident), right, left", live=True,
+              choices=("any", "right", "left")),
+    ParamSpec("model_path", "", "MJCF of the arm ('' = arm_description's mjcf/so101.xml); read at configure"),
+    ParamSpec("arm_hold_s", 0.5, "open palm must be held this long (s) with stable tracking to arm",
+              (0.0, 10.0), live=True),
+    ParamSpec("min_score", 0.5, "minimum handedness score for stable tracking", (0.0, 1.0), live=True),
+    ParamSpec("arm_max_wrist_speed", 0.6, "stable tracking: wrist slower than this (image heights/s)",
+              (0.01, 100.0), live=True),
+    ParamSpec("lost_frames_disable", 15, "frames without a hand before HOLD becomes DISABLED",
+              (1, 10000), live=True),
+    ParamSpec("finger_extended_angle", 2.40, "finger extended above this mean joint angle (rad)",
+              (0.1, 3.1), live=True),
+    ParamSpec("thumb_extended_angle", 2.65, "thumb extended above this mean joint angle (rad)",
+              (0.1, 3.1), live=True),
+    ParamSpec("open_min_extended", 4, "digits extended for an open palm", (1, 5), live=True),
+    ParamSpec("pinch_close", 0.34, "pinch engages below this thumb-index distance / palm length",
+              (0.01, 2.0), live=True),
+    ParamSpec("pinch_open", 0.45, "pinch releases above this thumb-index distance / palm length",
+              (0.01, 2.0), live=True),
+    ParamSpec("pinch_min_other_extended", 2, "middle/ring/pinky extended for a pinch to engage",
+              (0, 3), live=True),
+    ParamSpec("smoothing_time_s", 0.15, "exponential smoothing time constant of the targets (s)",
+              (0.0, 5.0), live=True),
+    ParamSpec("max_joint_speed", 2.0, "rate limit of the arm joint commands (rad/s)",
+              (0.01, 20.0), live=True),
+    ParamSpec("max_gripper_speed", 4.5, "rate limit of the gripper command (rad/s)", (0.01, 50.0), live=True),
+    ParamSpec("ik_max_iterations", 12, "IK iterations per frame", (1, 100), live=True),
+    ParamSpec("ik_tolerance", 0.005, "IK position tolerance (m)", (0.0001, 0.1), live=True),
+    ParamSpec("ik_step", 0.5, "IK step (fraction of the damped least-squares update)",
+              (0.01, 1.0), live=True),
+    ParamSpec("ik_damping", 0.02, "IK damping lambda (m)", (0.0, 1.0), live=True),
+    ParamSpec("workspace_x", [-0.20, 0.20], "soft workspace x bounds (m), base frame",
+              live=True, array_type=float),
+    ParamSpec("workspace_y", [-0.32, -0.06], "soft workspace y bounds (m), base frame (the arm reaches to -y)",
+              live=True, array_type=float),
+    ParamSpec("workspace_z", [0.05, 0.30], "soft workspace z bounds (m), base frame",
+              live=True, array_type=float),
+)
+STATIC = {s.name for s in PARAMS if not s.live}
+_BY_NAME = {s.name: s for s in PARAMS}
 
 
 class TeleopNode(SafeLifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(topics.TELEOP_NODE, **kwargs)
-        for name, default, desc, rng in PARAMS:
-            kw = {"range": rng} if rng is not None else {}
-            declare(self, name, default, desc, array_type=float if isinstance(default, list) else None, **kw)
+        declare_specs(self, PARAMS)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.core: TeleopCore | None = None
         self._estop_pending = ""
@@ -86,7 +101,7 @@ class TeleopNode(SafeLifecycleNode):
 
     # --- parameters -------------------------------------------------------------------------------
     def _values(self, overrides: dict | None = None) -> dict:
-        v = {name: self.get_parameter(name).value for name, *_ in PARAMS}
+        v = {s.name: self.get_parameter(s.name).value for s in PARAMS}
         v.update(overrides or {})
         return v
 
@@ -94,8 +109,8 @@ class TeleopNode(SafeLifecycleNode):
         for k in ("workspace_x", "workspace_y", "workspace_z"):
             if len(v[k]) != 2:
                 raise ValueError(f"{k} needs [min, max], got {list(v[k])}")
-        if v["hand_preference"] not in ("any", "right", "left"):
-            raise ValueError(f"hand_preference '{v['hand_preference']}' is not any, right or left")
+        if why := _BY_NAME["hand_preference"].problem(v["hand_preference"]):
+            raise ValueError(why)
         return TeleopConfig(
             gesture=GestureConfig(v["finger_extended_angle"], v["thumb_extended_angle"], v["open_min_extended"],
                                   v["pinch_close"], v["pinch_open"], v["pinch_min_other_extended"]),
@@ -133,8 +148,9 @@ class TeleopNode(SafeLifecycleNode):
             return TransitionCallbackReturn.FAILURE
         if self._estop_pending:
             self.core.estop(0.0, self._estop_pending)
-        self._cmd_pub = self.create_publisher(JointState, topics.JOINT_COMMANDS, contract.qos(contract.STREAM))
-        self._state_pub = self.create_publisher(String, topics.TELEOP_STATE, contract.qos(contract.STREAM))
+        # both are published from the subscriptions, which exist only while active
+        self._cmd_pub = self.create_lifecycle_publisher(JointState, topics.JOINT_COMMANDS, contract.qos(contract.STREAM))
+        self._state_pub = self.create_lifecycle_publisher(String, topics.TELEOP_STATE, contract.qos(contract.STREAM))
         self.get_logger().info(f"configured: gripper range [{arm.gripper_closed:.4f}, {arm.gripper_open:.4f}] rad "
                                f"(actuator ctrlrange), mode {cfg.mode}")
         return TransitionCallbackReturn.SUCCESS
@@ -155,21 +171,15 @@ class TeleopNode(SafeLifecycleNode):
             self.core.sm.disable(self._now(), "deactivated")
         return super().on_deactivate(state)
 
-    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
-
     def _release(self) -> None:
+        """The release hook (cleanup, shutdown, error): subscriptions, publishers, the core (an
+        e-stop it latched stays pending for the next configure)."""
         for s in self._subs:
             self.destroy_subscription(s)
         self._subs = []
         for pub in (self._cmd_pub, self._state_pub):
             if pub is not None:
-                self.destroy_publisher(pub)
+                self.destroy_lifecycle_publisher(pub)
         self._cmd_pub = self._state_pub = None
         if self.core is not None and self.core.sm.state.value == "ESTOP":
             self._estop_pending = self.core.sm.estop_reason or "e-stop"

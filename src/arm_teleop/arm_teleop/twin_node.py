@@ -31,28 +31,30 @@ from sensor_msgs.msg import JointState
 from arm_teleop import topics
 from arm_teleop.arm_model import ALL_JOINTS, ModelError, load_arm
 from hand_common import contract
-from hand_common.node_tools import SafeLifecycleNode, declare, run
+from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
+from hand_common.param_spec import ParamSpec
 
-PARAMS = [
-    ("model_path", "", "MJCF scene ('' = arm_description's mjcf/scene.xml); read at configure", None),
-    ("initial_keyframe", "rest", "keyframe the twin starts in", None),
-    ("step_rate", 100.0, "physics timer rate (Hz); each tick integrates the elapsed wall time", (10.0, 1000.0)),
-    ("publish_rate", 30.0, "joint state publication rate (Hz)", (1.0, 500.0)),
-    ("render_rate", 0.0, "offscreen render rate (Hz), 0 = off", (0.0, 30.0)),
-    ("record_dir", "", "write rendered frames + frames.csv here ('' = do not record)", None),
-    ("camera", "front", "scene camera to render", None),
-    ("width", 640, "render width (px)", (64, 1920)),
-    ("height", 480, "render height (px)", (64, 1080)),
-    ("diagnostics_period", 1.0, "diagnostics period (s)", (0.1, 60.0)),
-]
-STATIC = {"model_path", "initial_keyframe", "camera", "width", "height", "record_dir"}
+#: Every parameter; the not-live ones are read at configure (refused while configured).
+PARAMS: tuple[ParamSpec, ...] = (
+    ParamSpec("model_path", "", "MJCF scene ('' = arm_description's mjcf/scene.xml); read at configure"),
+    ParamSpec("initial_keyframe", "rest", "keyframe the twin starts in"),
+    ParamSpec("step_rate", 100.0, "physics timer rate (Hz); each tick integrates the elapsed wall time", (10.0, 1000.0),
+              live=True),
+    ParamSpec("publish_rate", 30.0, "joint state publication rate (Hz)", (1.0, 500.0), live=True),
+    ParamSpec("render_rate", 0.0, "offscreen render rate (Hz), 0 = off", (0.0, 30.0), live=True),
+    ParamSpec("record_dir", "", "write rendered frames + frames.csv here ('' = do not record)"),
+    ParamSpec("camera", "front", "scene camera to render"),
+    ParamSpec("width", 640, "render width (px)", (64, 1920)),
+    ParamSpec("height", 480, "render height (px)", (64, 1080)),
+    ParamSpec("diagnostics_period", 1.0, "diagnostics period (s)", (0.1, 60.0), live=True),
+)
+STATIC = {s.name for s in PARAMS if not s.live}
 
 
 class TwinNode(SafeLifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(topics.TWIN_NODE, **kwargs)
-        for name, default, desc, rng in PARAMS:
-            declare(self, name, default, desc, **({"range": rng} if rng is not None else {}))
+        declare_specs(self, PARAMS)
         self.add_on_set_parameters_callback(self._on_set)
         self.arm = None
         self.data = None
@@ -113,7 +115,9 @@ class TwinNode(SafeLifecycleNode):
             self.get_logger().error(f"configure failed: {exc}")
             self._release()
             return TransitionCallbackReturn.FAILURE
-        self._pubs = {"js": self.create_publisher(JointState, topics.TWIN_JOINT_STATES, contract.qos(contract.STREAM)),
+        # joint states come from the physics timer (active only); /diagnostics also while inactive
+        self._pubs = {"js": self.create_lifecycle_publisher(JointState, topics.TWIN_JOINT_STATES,
+                                                            contract.qos(contract.STREAM)),
                       "diag": self.create_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS,
                                                     contract.qos(contract.STREAM))}
         self._timers.append(self.create_timer(self._p("diagnostics_period"), self._diagnostics))
@@ -137,21 +141,17 @@ class TwinNode(SafeLifecycleNode):
         self._timers = self._timers[:1]
         return super().on_deactivate(state)
 
-    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
-
     def _release(self) -> None:
+        """The release hook (cleanup, shutdown, error, failed configure): subscription, timers,
+        publishers, renderer and recorder, model."""
         if self._sub is not None:
             self.destroy_subscription(self._sub)
         for t in self._timers:
             self.destroy_timer(t)
-        for pub in self._pubs.values():
-            self.destroy_publisher(pub)
+        if "js" in self._pubs:
+            self.destroy_lifecycle_publisher(self._pubs["js"])
+        if "diag" in self._pubs:
+            self.destroy_publisher(self._pubs["diag"])
         if self._renderer is not None:
             self._renderer.close()
         if self._csv is not None:

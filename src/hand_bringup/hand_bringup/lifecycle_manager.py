@@ -17,7 +17,16 @@ from std_srvs.srv import Trigger
 
 from hand_bringup.bringup import LIFECYCLE_MANAGER_NODE
 from hand_common.lifecycle_client import LifecycleClient, LifecycleError
-from hand_common.node_tools import declare, run
+from hand_common.node_tools import declare_specs, run
+from hand_common.param_spec import ParamSpec
+
+PARAMS: tuple[ParamSpec, ...] = (
+    ParamSpec("node_names", [""], "Managed nodes in activation order (consumers first, the tracker last).",
+              array_type=str, read_only=True),
+    ParamSpec("autostart", True, "Configure and activate node_names at start-up.", read_only=True),
+    ParamSpec("transition_timeout", 30.0, "Seconds to wait for a node's lifecycle services and for each "
+              "transition.", (1.0, 600.0), read_only=True),
+)
 
 
 class LifecycleManager(Node):
@@ -25,13 +34,10 @@ class LifecycleManager(Node):
 
     def __init__(self) -> None:
         super().__init__(LIFECYCLE_MANAGER_NODE)
-        self._names = list(declare(self, "node_names", [""], "Managed nodes in activation order "
-                                   "(consumers first, the tracker last).", array_type=str, read_only=True))
-        self._names = [n for n in self._names if n]
-        self._autostart = declare(self, "autostart", True, "Configure and activate node_names at start-up.",
-                                  read_only=True)
-        timeout = declare(self, "transition_timeout", 30.0, "Seconds to wait for a node's lifecycle services "
-                          "and for each transition.", range=(1.0, 600.0), read_only=True)
+        v = declare_specs(self, PARAMS)
+        self._names = [n for n in v["node_names"] if n]
+        self._autostart = v["autostart"]
+        timeout = v["transition_timeout"]
         self._client = LifecycleClient(self, timeout)
         self._lock = threading.Lock()
         self.create_service(Trigger, "~/startup", lambda req, res: self._serve(res, self._startup))

@@ -1,11 +1,16 @@
 """Small rclpy helpers shared by every node of the workspace (the only rclpy code outside nodes).
 
-- :class:`SafeLifecycleNode`: a ``LifecycleNode`` that survives a ``change_state`` request for a
-  transition id that is not valid from the current state. In Jazzy rclpy 7.1.6
+- :class:`SafeLifecycleNode`: the base of every lifecycle node. (1) It survives a ``change_state``
+  request for a transition id that is not valid from the current state: in Jazzy rclpy 7.1.6
   (ros2/rclpy#1209) such a request raises ``RCLError: Transition is not registered`` inside the
   service callback and kills the node; here it is answered ``success=False`` with a log line.
-- :func:`declare`: declare a parameter with a full ``ParameterDescriptor`` (type from the
-  default, description, numeric range, read-only), as ros/joint_state_publisher does.
+  (2) One release hook, as in ros2/demos lifecycle_py: what ``on_configure`` creates is released
+  by :meth:`SafeLifecycleNode._release`, which the default ``on_cleanup``, ``on_shutdown`` and
+  ``on_error`` call; a node overrides the hook (and ``on_shutdown`` only to send a safe pose
+  first, then calling the base).
+- :func:`declare_specs`: declare a node's table of :class:`~hand_common.param_spec.ParamSpec`
+  with full ``ParameterDescriptor`` s (type from the default, description, numeric range,
+  read-only), as ros/joint_state_publisher does. The only way the workspace declares parameters.
 - :func:`run`: ``main()`` body for a node process: init, spin, and on Ctrl-C / SIGTERM take the
   node through the lifecycle ``shutdown`` transition *while the context is still valid* (so
   actuators can send their safe pose), then clean up. Exit code 0 on a clean stop.
@@ -21,7 +26,7 @@ from typing import Any
 import rclpy
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-from rclpy.lifecycle import LifecycleNode
+from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
@@ -36,7 +41,15 @@ _TYPES = {
 
 
 class SafeLifecycleNode(LifecycleNode):
-    """LifecycleNode whose ``~/change_state`` service rejects unavailable transitions."""
+    """LifecycleNode whose ``~/change_state`` service rejects unavailable transitions, and whose
+    cleanup, shutdown and error transitions all release the node's resources through one hook,
+    :meth:`_release`.
+
+    A subclass creates its publishers, subscriptions, timers, threads and devices in
+    ``on_configure`` (and ``on_activate``) and releases them in ``_release``; a publisher of data
+    sent only while active is a ``create_lifecycle_publisher`` (rclpy's ``LifecycleNode.on_activate``
+    / ``on_deactivate`` enable and disable it, so an override of those must call ``super()``).
+    """
 
     def __init__(self, node_name: str, **kwargs: Any):
         super().__init__(node_name, **kwargs)
@@ -64,11 +77,39 @@ class SafeLifecycleNode(LifecycleNode):
 
     @property
     def lifecycle_state(self) -> str:
-        """Current primary state label: unconfigured, inactive, active or finalized."""
+        """Current state label: unconfigured, inactive, active or finalized; inside a transition
+        callback, the transition state (configuring, cleaningup, shuttingdown, ...): the state the
+        transition started from is the callback's ``state.label``."""
         return self._state_machine.current_state[1]
 
+    # --- the release hook ----------------------------------------------------------------------
+    def _release(self) -> None:
+        """Release everything ``on_configure``/``on_activate`` created (and, for an actuator,
+        leave the hardware safe). Called from cleanup, from shutdown in any state, from error
+        processing, and by a node's own failed ``on_configure``: it must work on a partly
+        configured or already released node. The default releases nothing."""
 
-def declare(
+    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
+        """inactive -> unconfigured: :meth:`_release`, then rclpy's managed entities."""
+        self._release()
+        return super().on_cleanup(state)
+
+    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
+        """any primary state -> finalized: :meth:`_release`, then rclpy's managed entities. An
+        actuator node overrides it to send its safe pose first (``state.label`` is the state the
+        shutdown started from), then returns ``super().on_shutdown(state)``."""
+        self._release()
+        return super().on_shutdown(state)
+
+    def on_error(self, state: State) -> TransitionCallbackReturn:
+        """A transition callback raised or returned ERROR: :meth:`_release` and go back to
+        unconfigured (SUCCESS); a node can then be configured again."""
+        self.get_logger().error(f"error processing (from {state.label}): releasing the node's resources")
+        self._release()
+        return super().on_error(state)
+
+
+def _declare(
     node: Node,
     name: str,
     default: Any,
@@ -103,15 +144,19 @@ def declare(
     return node.declare_parameter(name, default, desc).value
 
 
-def declare_spec(node: Node, spec: ParamSpec) -> Any:
-    """Declare one :class:`~hand_common.param_spec.ParamSpec` (see :func:`declare`); returns its value."""
-    return declare(node, spec.name, spec.default, spec.description, range=spec.range, step=spec.step,
-                   read_only=spec.read_only, array_type=spec.array_type)
+def declare_spec(node: Node, spec: ParamSpec, *, annotate: bool = False) -> Any:
+    """Declare one :class:`~hand_common.param_spec.ParamSpec`; returns its current value.
+
+    annotate: the descriptor's description also lists the choices and says " Read at configure."
+    for a parameter that is not live (:meth:`ParamSpec.full_description`).
+    """
+    return _declare(node, spec.name, spec.default, spec.full_description(annotate), range=spec.range,
+                    step=spec.step, read_only=spec.read_only, array_type=spec.array_type)
 
 
-def declare_specs(node: Node, specs: Iterable[ParamSpec]) -> dict[str, Any]:
-    """Declare every spec of a parameter table; returns ``{name: current value}``."""
-    return {s.name: declare_spec(node, s) for s in specs}
+def declare_specs(node: Node, specs: Iterable[ParamSpec], *, annotate: bool = False) -> dict[str, Any]:
+    """Declare every spec of a node's parameter table; returns ``{name: current value}``."""
+    return {s.name: declare_spec(node, s, annotate=annotate) for s in specs}
 
 
 def run(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:

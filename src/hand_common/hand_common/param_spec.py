@@ -1,10 +1,12 @@
-"""One parameter-spec type for every node (no rclpy): the nodes' parameter tables are tuples of
-:class:`ParamSpec`, declared with :func:`hand_common.node_tools.declare_spec` /
-:func:`~hand_common.node_tools.declare_specs` (a ParameterDescriptor with the range).
+"""One parameter-spec type for every node (no rclpy): every node's parameters are a module-level
+tuple of :class:`ParamSpec`, declared with :func:`hand_common.node_tools.declare_specs` (a
+ParameterDescriptor with the type, description, range and read-only flag). :meth:`ParamSpec.problem`
+is the one range/choices check a node's validation uses.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,8 +19,8 @@ class ParamSpec:
     element type). description: text of the descriptor (units in it). range: inclusive
     (min, max) for int/float parameters; rclpy refuses out-of-range sets with a reason.
     live: may change while configured (else it applies at the next configure). choices: allowed
-    strings (validated by the node's config conversion, listed in the description by it).
-    step, read_only: descriptor fields.
+    strings (checked by :meth:`problem`; ``declare_specs(..., annotate=True)`` lists them in the
+    description). step, read_only: descriptor fields.
     """
 
     name: str
@@ -30,3 +32,25 @@ class ParamSpec:
     array_type: type | None = field(default=None, kw_only=True)
     step: float = field(default=0.0, kw_only=True)
     read_only: bool = field(default=False, kw_only=True)
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` is not valid for this parameter (outside ``range``, not one of
+        ``choices``), or None."""
+        if self.range is not None:
+            lo, hi = self.range
+            if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                    and lo <= value <= hi):
+                return f"{self.name} must be in [{lo:g}, {hi:g}], got {value!r}"
+        if self.choices is not None and value not in self.choices:
+            allowed = " or ".join((", ".join(self.choices[:-1]), self.choices[-1])) if len(self.choices) > 1 \
+                else self.choices[0]
+            return f"{self.name} must be one of {allowed}, got {value!r}"
+        return None
+
+    def full_description(self, annotate: bool) -> str:
+        """The descriptor text: ``description``; with ``annotate``, followed by the choices in
+        parentheses and " Read at configure." for a parameter that is not live."""
+        if not annotate:
+            return self.description
+        extra = f" ({'/'.join(self.choices)})" if self.choices else ""
+        return self.description + extra + ("" if self.live else " Read at configure.")

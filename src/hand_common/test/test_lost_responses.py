@@ -18,7 +18,8 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.lifecycle import TransitionCallbackReturn
 
 from hand_common.lifecycle_client import LifecycleClient, NoAnswer
-from hand_common.node_tools import SafeLifecycleNode, declare
+from hand_common.node_tools import SafeLifecycleNode, declare_specs
+from hand_common.param_spec import ParamSpec
 from hand_common.testing import RosProbe
 
 NODE = "lossy_lifecycle"
@@ -30,7 +31,7 @@ class LossyNode(SafeLifecycleNode):
 
     def __init__(self):
         super().__init__(NODE)
-        declare(self, "gain", 1.0, "A parameter to set.", range=(0.0, 10.0))
+        declare_specs(self, (ParamSpec("gain", 1.0, "A parameter to set.", (0.0, 10.0)),))
         self.calls = {"configure": 0, "activate": 0, "set": 0}
         self.requests: dict[str, int] = {}
         self.drop: dict[str, int] = {}       # service suffix -> responses still to drop

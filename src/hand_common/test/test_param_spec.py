@@ -39,3 +39,19 @@ def test_declare_specs_declares_types_ranges_and_refuses_out_of_range_sets():
         node.destroy_node()
     finally:
         rclpy.shutdown(context=context)
+
+
+def test_problem_is_the_one_range_and_choices_check():
+    rate, count, mode, gains = SPECS
+    assert rate.problem(50.0) is None and "rate must be in [1, 200], got 500.0" == rate.problem(500.0)
+    assert count.problem(True) is not None  # a bool is no number here
+    assert mode.problem("b") is None and mode.problem("c") == "mode must be one of a or b, got 'c'"
+    assert gains.problem([9.0]) is None  # no range, no choices: nothing to check
+
+
+def test_annotate_lists_the_choices_and_says_read_at_configure():
+    rate, count, mode, _ = SPECS
+    assert rate.full_description(True) == "Hz" and rate.full_description(False) == "Hz"
+    assert count.full_description(True) == "n Read at configure."
+    assert mode.full_description(True) == "a or b (a/b) Read at configure."
+    assert mode.full_description(False) == "a or b"

@@ -28,30 +28,37 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 
 from hand_common import contract
-from hand_common.node_tools import SafeLifecycleNode, declare, run
+from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
+from hand_common.param_spec import ParamSpec
 from hand_gazebo.commander import DRIVEN_JOINTS, CommanderConfig, HandCommander, proximal_limits
 from hand_gazebo.world import command_topic
 
 NODE_NAME = "gz_hand_commander"
 HANDS_MODES = ("one", "two")
 
+PARAMS: tuple[ParamSpec, ...] = (
+    ParamSpec("hands", "two", "two: both hands from /hand/<side>/target_flexions; one: the one_hand_side "
+              "hand from /hand/target_flexions. Read at configure.", choices=HANDS_MODES),
+    ParamSpec("one_hand_side", "right", "Gazebo hand driven with hands: one (left or right). Read at configure.",
+              choices=contract.HAND_SIDES),
+    ParamSpec("urdf_path", "", "URDF with the joint limits (flexion 1 = the proximal joint's upper limit); "
+              "empty = hand_description's urdf/hand.urdf (the left hand has the same limits). Read at configure."),
+    ParamSpec("deadband", [0.005] * 5, "Per finger (thumb..pinky), flexion units in [0, 1): a command within "
+              "this of the value last sent for that finger is not re-sent; exact 0 and 1 always are.",
+              live=True, array_type=float),
+    ParamSpec("command_timeout", 0.15, "s without a command for a hand before its safe pose is sent (once).",
+              (0.02, 60.0), live=True),
+    ParamSpec("safe_flexions", [0.0] * 5, "Safe pose per finger (0 = open), sent when commands go stale "
+              "and on deactivate/shutdown.", live=True, array_type=float),
+    ParamSpec("diagnostics_period", 1.0, "s between /diagnostics messages.", (0.1, 60.0), live=True),
+)
+_BY_NAME = {s.name: s for s in PARAMS}
+
 
 class GzCommanderNode(SafeLifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
-        declare(self, "hands", "two", "two: both hands from /hand/<side>/target_flexions; one: the one_hand_side "
-                "hand from /hand/target_flexions. Read at configure.")
-        declare(self, "one_hand_side", "right", "Gazebo hand driven with hands: one (left or right). Read at configure.")
-        declare(self, "urdf_path", "", "URDF with the joint limits (flexion 1 = the proximal joint's upper limit); "
-                "empty = hand_description's urdf/hand.urdf (the left hand has the same limits). Read at configure.")
-        declare(self, "deadband", [0.005] * 5, "Per finger (thumb..pinky), flexion units in [0, 1): a command within "
-                "this of the value last sent for that finger is not re-sent; exact 0 and 1 always are.",
-                array_type=float)
-        declare(self, "command_timeout", 0.15, "s without a command for a hand before its safe pose is sent (once).",
-                range=(0.02, 60.0))
-        declare(self, "safe_flexions", [0.0] * 5, "Safe pose per finger (0 = open), sent when commands go stale "
-                "and on deactivate/shutdown.", array_type=float)
-        declare(self, "diagnostics_period", 1.0, "s between /diagnostics messages.", range=(0.1, 60.0))
+        declare_specs(self, PARAMS)
         self.add_on_set_parameters_callback(self._validate)
         self._lock = threading.Lock()
         self._reset()
@@ -81,10 +88,9 @@ class GzCommanderNode(SafeLifecycleNode):
 
     def _validate(self, params) -> SetParametersResult:
         names = {p.name: p.value for p in params}
-        if "hands" in names and names["hands"] not in HANDS_MODES:
-            return SetParametersResult(successful=False, reason=f"hands must be one of {HANDS_MODES}")
-        if "one_hand_side" in names and names["one_hand_side"] not in contract.HAND_SIDES:
-            return SetParametersResult(successful=False, reason=f"one_hand_side must be one of {contract.HAND_SIDES}")
+        for n in ("hands", "one_hand_side"):
+            if n in names and (why := _BY_NAME[n].problem(names[n])):
+                return SetParametersResult(successful=False, reason=why)
         configured = bool(self._hands)
         for n in ("hands", "one_hand_side", "urdf_path"):
             if n in names and configured:
@@ -114,7 +120,8 @@ class GzCommanderNode(SafeLifecycleNode):
         self._hands = {s: HandCommander(cfg) for s in sides}
         self._pubs = {s: [self.create_lifecycle_publisher(Float64, command_topic(s, j), stream) for j in DRIVEN_JOINTS]
                       for s in sides}
-        self._diag_pub = self.create_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, stream)
+        # /diagnostics comes from the timer that exists only while active
+        self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, stream)
         self.get_logger().info(f"configured for the {', '.join(sides)} hand(s): proximal limits "
                                f"{[round(u, 3) for u in cfg.upper]} rad")
         return TransitionCallbackReturn.SUCCESS
@@ -147,22 +154,21 @@ class GzCommanderNode(SafeLifecycleNode):
         return super().on_deactivate(state)
 
     def _release(self) -> None:
+        """The release hook (cleanup, shutdown, error): subscriptions, timer, publishers, hands."""
+        self._stop(send_safe=False)
         for pubs in self._pubs.values():
             for p in pubs:
                 self.destroy_lifecycle_publisher(p)
         if self._diag_pub is not None:
-            self.destroy_publisher(self._diag_pub)
+            self.destroy_lifecycle_publisher(self._diag_pub)
         self._reset()
 
-    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
-        self._stop(send_safe=False)
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
-
     def on_shutdown(self, state: State) -> TransitionCallbackReturn:
-        self._stop(send_safe=self.lifecycle_state == "active")
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
+        # state is the state the shutdown started from (lifecycle_state is 'shuttingdown' here);
+        # from active the command publishers are still enabled and the safe pose goes out.
+        if state.label == "active":
+            self._stop(send_safe=True)
+        return super().on_shutdown(state)
 
     # --- data ------------------------------------------------------------------------------------------
     def _send(self, side: str, out: list[tuple[int, float]]) -> None:

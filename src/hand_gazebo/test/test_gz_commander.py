@@ -104,3 +104,31 @@ def test_commander_node_sends_only_changes_and_the_safe_pose(tmp_path, upper):
         probe.close()
         code = node.stop()
     assert code == 0, node.output()[-2000:]
+
+
+def test_commander_sends_the_safe_pose_when_stopped_while_active(tmp_path, upper):
+    """Ctrl-C/SIGTERM of an active commander: run() takes it through shutdown from active, and
+    on_shutdown sends the safe pose (state.label is 'active'; lifecycle_state is 'shuttingdown')."""
+    node = NodeProcess.module("hand_gazebo.commander_node", "--ros-args", "--params-file", CONFIG,
+                              "-p", "command_timeout:=30.0",  # no stale safe pose before the stop
+                              log_path=str(tmp_path / "gz_commander_stop.log"))
+    probe = RosProbe("gz_commander_stop_probe")
+    try:
+        left = {j: probe.collect(Float64, command_topic("left", j), 20) for j in DRIVEN_JOINTS}
+        pub = probe.publisher(JointState, contract.side_topic(contract.TOPIC_TARGET_FLEXIONS, "left"),
+                              contract.qos(contract.STREAM))
+        assert probe.change_state(NODE, "configure") and probe.change_state(NODE, "activate")
+        probe.wait_for_subscribers(pub)
+        wait_until(lambda: all(probe.node.count_publishers(command_topic("left", j)) >= 1 for j in DRIVEN_JOINTS),
+                   10, "the commander's publishers")
+        time.sleep(0.3)  # let the matching complete
+        pose = [0.2, 0.6, 0.6, 0.3, 0.9]
+        pub.publish(JointState(name=list(contract.FINGER_NAMES), position=pose))
+        wait_until(lambda: all(len(left[j]) == 1 for j in DRIVEN_JOINTS), 5, "the pose")
+        code = node.stop()
+        assert code == 0, node.output()[-2000:]
+        wait_until(lambda: all(len(left[j]) == 2 for j in DRIVEN_JOINTS), 5, "the safe pose on shutdown")
+        assert all(left[j][-1].data == 0.0 for j in DRIVEN_JOINTS)
+    finally:
+        probe.close()
+        node.stop()

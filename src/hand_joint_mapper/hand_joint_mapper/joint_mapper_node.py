@@ -35,11 +35,34 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from hand_common import contract
-from hand_common.node_tools import SafeLifecycleNode, declare, run
+from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
+from hand_common.param_spec import ParamSpec
 from hand_joint_mapper.joint_mapping import JointMapper, MappingError, load_table, load_urdf_file
 
 STAMP_SOURCES = ("capture", "now")
 DEFAULT_TABLE = "config/joint_map_hand.yaml"
+
+PARAMS: tuple[ParamSpec, ...] = (
+    ParamSpec("robot_description", "",
+              "URDF XML. Empty: take it from the /robot_description topic, else from urdf_path. Read at configure."),
+    ParamSpec("description_timeout_s", 2.0,
+              "How long configure waits for the transient-local /robot_description topic when the "
+              "robot_description parameter is empty; 0 skips the topic.", (0.0, 60.0)),
+    ParamSpec("urdf_path", "",
+              "URDF file used when neither the parameter nor the topic gives one. Empty: hand_description's URDF."),
+    ParamSpec("mapping_file", DEFAULT_TABLE,
+              "Mapping table YAML (URDF joint, human joint, open end, scale/offset, expected limits). "
+              "Relative paths not found from the working directory are taken in hand_joint_mapper's share dir."),
+    ParamSpec("publish_unmapped", True,
+              "Publish movable URDF joints that no row maps at their rest position (0 clamped into their "
+              "limits), so robot_state_publisher has a transform for every link."),
+    ParamSpec("stamp_source", "capture",
+              "'capture': /joint_states carries the camera capture stamp of the flexions (TF matches the "
+              "frame it came from); 'now': stamp at publication.", live=True, choices=STAMP_SOURCES),
+    ParamSpec("diagnostics_period_s", 1.0,
+              "Period of the /diagnostics status while active; 0 disables it.", (0.0, 60.0), live=True),
+)
+_BY_NAME = {s.name: s for s in PARAMS}
 
 
 def share_dir() -> str:
@@ -72,24 +95,7 @@ class JointMapperNode(SafeLifecycleNode):
 
     def __init__(self, **kwargs):
         super().__init__(contract.JOINT_MAPPER_NODE, **kwargs)
-        declare(self, "robot_description", "",
-                "URDF XML. Empty: take it from the /robot_description topic, else from urdf_path. Read at configure.")
-        declare(self, "description_timeout_s", 2.0,
-                "How long configure waits for the transient-local /robot_description topic when the "
-                "robot_description parameter is empty; 0 skips the topic.", range=(0.0, 60.0))
-        declare(self, "urdf_path", "",
-                "URDF file used when neither the parameter nor the topic gives one. Empty: hand_description's URDF.")
-        declare(self, "mapping_file", DEFAULT_TABLE,
-                "Mapping table YAML (URDF joint, human joint, open end, scale/offset, expected limits). "
-                "Relative paths not found from the working directory are taken in hand_joint_mapper's share dir.")
-        declare(self, "publish_unmapped", True,
-                "Publish movable URDF joints that no row maps at their rest position (0 clamped into their "
-                "limits), so robot_state_publisher has a transform for every link.")
-        declare(self, "stamp_source", "capture",
-                "'capture': /joint_states carries the camera capture stamp of the flexions (TF matches the "
-                "frame it came from); 'now': stamp at publication.")
-        declare(self, "diagnostics_period_s", 1.0,
-                "Period of the /diagnostics status while active; 0 disables it.", range=(0.0, 60.0))
+        declare_specs(self, PARAMS)
         self.add_on_set_parameters_callback(self._check_parameters)
         self._mapper: JointMapper | None = None
         self._pub = None
@@ -106,9 +112,8 @@ class JointMapperNode(SafeLifecycleNode):
     # --- parameters ------------------------------------------------------------------------------
     def _check_parameters(self, params) -> SetParametersResult:
         for p in params:
-            if p.name == "stamp_source" and p.value not in STAMP_SOURCES:
-                return SetParametersResult(successful=False,
-                                           reason=f"stamp_source must be one of {STAMP_SOURCES}, got {p.value!r}")
+            if p.name == "stamp_source" and (why := _BY_NAME["stamp_source"].problem(p.value)):
+                return SetParametersResult(successful=False, reason=why)
             if p.name == "urdf_path" and p.value and not os.path.isfile(p.value):
                 return SetParametersResult(successful=False, reason=f"urdf_path '{p.value}' is not a file")
             if p.name == "mapping_file" and not os.path.isfile(resolve_table_path(p.value)):
@@ -147,10 +152,9 @@ class JointMapperNode(SafeLifecycleNode):
 
     # --- lifecycle -------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:
-        stamp_source = self._param("stamp_source")
-        if stamp_source not in STAMP_SOURCES:
-            self.get_logger().error(f"configure failed: stamp_source must be one of {STAMP_SOURCES}, "
-                                    f"got {stamp_source!r}")
+        why = _BY_NAME["stamp_source"].problem(self._param("stamp_source"))
+        if why:
+            self.get_logger().error(f"configure failed: {why}")
             return TransitionCallbackReturn.FAILURE
         table_path = resolve_table_path(self._param("mapping_file"))
         try:
@@ -185,19 +189,8 @@ class JointMapperNode(SafeLifecycleNode):
         self._restart_diag_timer(0.0)
         return super().on_deactivate(state)
 
-    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_error(self, state: State) -> TransitionCallbackReturn:
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
-
     def _release(self) -> None:
+        """The release hook (cleanup, shutdown, error): the mapping, publishers, subscription, timer."""
         self._restart_diag_timer(0.0)
         if self._sub is not None:
             self.destroy_subscription(self._sub)

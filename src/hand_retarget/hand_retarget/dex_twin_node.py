@@ -26,7 +26,7 @@ from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import Image, JointState
 
 from hand_common import contract
-from hand_common.node_tools import SafeLifecycleNode, declare, run
+from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
 from hand_twin_mujoco.watchdog import RealTimePacer
 
 from .dex_sim import DexModelError, DexSim
@@ -63,9 +63,7 @@ class _Hand:
 class DexTwinNode(SafeLifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(DEX_TWIN_NODE, **kwargs)
-        for p in TWIN_PARAMS:
-            kw = {"range": p.range} if p.range is not None else {}
-            declare(self, p.name, p.default, p.description + ("" if p.live else " Read at configure."), **kw)
+        declare_specs(self, TWIN_PARAMS, annotate=True)  # "Read at configure." in the text
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._reset()
 
@@ -118,16 +116,17 @@ class DexTwinNode(SafeLifecycleNode):
             return TransitionCallbackReturn.FAILURE
         self.sim = sim
         self.pacer = RealTimePacer(sim.timestep, max_lag=float(self._param("max_lag")))
+        # physics thread, render worker and diagnostics timer run only while active
         stream = contract.qos(contract.STREAM)
-        self.pub_joints = self.create_publisher(JointState, TOPIC_TWIN_JOINT_STATES, stream)
-        self.pub_diag = self.create_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, stream)
+        self.pub_joints = self.create_lifecycle_publisher(JointState, TOPIC_TWIN_JOINT_STATES, stream)
+        self.pub_diag = self.create_lifecycle_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, stream)
         self._pubs = [self.pub_joints, self.pub_diag]
         rate = float(self._param("render_rate"))
         if rate > 0:
             try:
                 from hand_twin_mujoco.render import RenderConfig, RenderWorker
 
-                self.pub_image = self.create_publisher(Image, TOPIC_TWIN_IMAGE, contract.qos(contract.IMAGE))
+                self.pub_image = self.create_lifecycle_publisher(Image, TOPIC_TWIN_IMAGE, contract.qos(contract.IMAGE))
                 self._pubs.append(self.pub_image)
                 self._render = RenderWorker(
                     _Hand(sim.model), RenderConfig(int(self._param("image_width")), int(self._param("image_height")),
@@ -144,6 +143,10 @@ class DexTwinNode(SafeLifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
+        # enable the lifecycle publishers first: the physics thread publishes from its first step
+        ret = super().on_activate(state)
+        if ret != TransitionCallbackReturn.SUCCESS:
+            return ret
         self._sub = self.create_subscription(JointState, TOPIC_JOINT_COMMANDS, self._on_command,
                                              contract.qos(contract.LATEST))
         self._diag_timer = self.create_timer(1.0 / float(self._param("diagnostics_rate")), self._publish_diagnostics)
@@ -153,7 +156,7 @@ class DexTwinNode(SafeLifecycleNode):
         self._thread.start()
         if self._render is not None:
             self._render.enabled.set()
-        return super().on_activate(state)
+        return ret
 
     def _stop(self) -> None:
         if self._render is not None:
@@ -174,24 +177,13 @@ class DexTwinNode(SafeLifecycleNode):
         return super().on_deactivate(state)
 
     def _release(self) -> None:
+        """The release hook (cleanup, shutdown, error, failed configure): threads, renderer, publishers."""
         self._stop()
         if self._render is not None:
             self._render.close()
         for p in self._pubs:
-            self.destroy_publisher(p)
+            self.destroy_lifecycle_publisher(p)
         self._reset()
-
-    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_error(self, state: State) -> TransitionCallbackReturn:
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
 
     # --- commands --------------------------------------------------------------------------------
     def _on_command(self, msg: JointState) -> None:

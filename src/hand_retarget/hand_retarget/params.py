@@ -7,7 +7,6 @@ The nodes declare exactly these (each with a ParameterDescriptor); tests check t
 
 from __future__ import annotations
 
-import math
 import pathlib
 from typing import Any
 
@@ -83,16 +82,8 @@ TWIN_PARAMS: tuple[Param, ...] = (
 
 
 def check_value(params: tuple[Param, ...], name: str, value: Any) -> str | None:
-    """Reason ``value`` is invalid for ``name``, or None."""
-    p = {q.name: q for q in params}[name]
-    if p.range is not None:
-        lo, hi = p.range
-        if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-                and lo <= value <= hi):
-            return f"{name} must be in [{lo:g}, {hi:g}], got {value!r}"
-    if p.choices is not None and value not in p.choices:
-        return f"{name} must be one of {', '.join(p.choices)}, got {value!r}"
-    return None
+    """Reason ``value`` is invalid for ``name`` (range, choices: :meth:`ParamSpec.problem`), or None."""
+    return {q.name: q for q in params}[name].problem(value)
 
 
 def check_change(params: tuple[Param, ...], name: str, value: Any, configured: bool) -> str | None:

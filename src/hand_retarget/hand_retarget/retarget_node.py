@@ -35,7 +35,7 @@ from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 
 from hand_common import contract
-from hand_common.node_tools import SafeLifecycleNode, declare, run
+from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
 
 from .params import RETARGET_PARAMS, check_change, pipeline_config
 from .pipeline import DexPipeline
@@ -63,11 +63,7 @@ def select_hand(hands, choice: str):
 class RetargetNode(SafeLifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(RETARGET_NODE, **kwargs)
-        for p in RETARGET_PARAMS:
-            kw = {"range": p.range} if p.range is not None else {}
-            extra = f" ({'/'.join(p.choices)})" if p.choices else ""
-            live = "" if p.live else " Read at configure."
-            declare(self, p.name, p.default, p.description + extra + live, **kw)
+        declare_specs(self, RETARGET_PARAMS, annotate=True)  # choices and "Read at configure." in the text
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._reset()
 
@@ -136,11 +132,12 @@ class RetargetNode(SafeLifecycleNode):
             pipeline.filter.crossing = None
         log.info(f"{cfg.retarget.method} retargeting onto {urdf} ({len(desc.joint_names)} joints) built in "
                  f"{(time.monotonic() - t0) * 1e3:.0f} ms; commands at {self._param('command_rate'):g} Hz")
+        # all four are published from the subscriptions and timers that exist only while active
         stream = contract.qos(contract.STREAM)
-        self.pub_cmd = self.create_publisher(JointState, TOPIC_JOINT_COMMANDS, stream)
-        self.pub_human = self.create_publisher(JointState, TOPIC_KAPANDJI_HUMAN, stream)
-        self.pub_robot = self.create_publisher(JointState, TOPIC_KAPANDJI_ROBOT, stream)
-        self.pub_diag = self.create_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, stream)
+        self.pub_cmd = self.create_lifecycle_publisher(JointState, TOPIC_JOINT_COMMANDS, stream)
+        self.pub_human = self.create_lifecycle_publisher(JointState, TOPIC_KAPANDJI_HUMAN, stream)
+        self.pub_robot = self.create_lifecycle_publisher(JointState, TOPIC_KAPANDJI_ROBOT, stream)
+        self.pub_diag = self.create_lifecycle_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, stream)
         self._pubs = [self.pub_cmd, self.pub_human, self.pub_robot, self.pub_diag]
         return TransitionCallbackReturn.SUCCESS
 
@@ -168,22 +165,11 @@ class RetargetNode(SafeLifecycleNode):
         return super().on_deactivate(state)
 
     def _release(self) -> None:
+        """The release hook (cleanup, shutdown, error): subscriptions, timers, publishers, pipeline."""
         self._stop()
         for p in self._pubs:
-            self.destroy_publisher(p)
+            self.destroy_lifecycle_publisher(p)
         self._reset()
-
-    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_error(self, state: State) -> TransitionCallbackReturn:
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
 
     # --- inputs ----------------------------------------------------------------------------------
     def _on_landmarks(self, msg: HandLandmarksArray) -> None:

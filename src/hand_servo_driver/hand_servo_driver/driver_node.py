@@ -30,7 +30,7 @@ from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 
 from hand_common import contract
-from hand_common.node_tools import SafeLifecycleNode, declare, run
+from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
 from hand_servo_driver import protocol as p
 from hand_servo_driver.core import DriverConfigError, DriverCore
 from hand_servo_driver.link import LinkError, SerialLink
@@ -54,8 +54,7 @@ class ServoDriverNode(SafeLifecycleNode):
 
     def __init__(self, **kwargs: Any):
         super().__init__(contract.SERVO_DRIVER_NODE, **kwargs)
-        for spec in PARAMS:
-            declare(self, spec.name, spec.default, spec.description, range=spec.range, array_type=spec.array_type)
+        declare_specs(self, PARAMS)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._core: DriverCore | None = None
         self._link: SerialLink | None = None
@@ -168,19 +167,16 @@ class ServoDriverNode(SafeLifecycleNode):
         self._publish_diagnostics()
         return super().on_deactivate(state)
 
-    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
-
     def on_shutdown(self, state: State) -> TransitionCallbackReturn:
-        self._go_safe_and_release("shutdown")
-        return TransitionCallbackReturn.SUCCESS
+        self._go_safe("shutdown")
+        return super().on_shutdown(state)
 
     def on_error(self, state: State) -> TransitionCallbackReturn:
-        self._go_safe_and_release("error")
-        return TransitionCallbackReturn.SUCCESS
+        self._go_safe("error")
+        return super().on_error(state)
 
-    def _go_safe_and_release(self, why: str) -> None:
+    def _go_safe(self, why: str) -> None:
+        """Before the release of shutdown/error: the safe pose if the port (or dry run) can take it."""
         if self._core is not None:
             self._core.active = False
             if self._can_send():
@@ -190,7 +186,6 @@ class ServoDriverNode(SafeLifecycleNode):
             elif self._link is not None:
                 self.get_logger().warning(f"{why}: serial link down, cannot send the safe pose; the board's "
                                           "watchdog makes it safe")
-        self._release()
 
     def _can_send(self) -> bool:
         if self._settings is not None and self._settings.dry_run:
@@ -198,6 +193,7 @@ class ServoDriverNode(SafeLifecycleNode):
         return self._link is not None and self._link.up
 
     def _release(self) -> None:
+        """The release hook (cleanup, shutdown, error): timers, subscription, /diagnostics, the port."""
         for timer in (self._timer, self._diag_timer):
             if timer is not None:
                 self.destroy_timer(timer)

@@ -70,7 +70,8 @@ from std_msgs.msg import Header
 from hand_common import contract
 from hand_common.contract import FINGER_NAMES, JOINT_NAMES
 from hand_common.filters import OneEuroParams
-from hand_common.node_tools import SafeLifecycleNode, declare, run
+from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
+from hand_common.param_spec import ParamSpec
 from hand_tracking.calibration import (
     CalibrationError,
     CapturedPose,
@@ -123,6 +124,102 @@ HANDS_MODES = ("one", "two")
 def finger_param(finger: str, end: str) -> str:
     """Name of a finger window parameter, e.g. ``index_curled_angle``."""
     return f"{finger}_{end}_angle"
+
+
+#: Every parameter of the node. source and hands change only while unconfigured; the others act live.
+PARAMS: tuple[ParamSpec, ...] = (
+    ParamSpec("source", "camera:0",
+              "Frame source: camera:<index|/dev/videoN>, video:<file>, images:<dir>, bag:<rosbag2 dir> "
+              "(recorded /hand/landmarks) or topic:<landmarks topic>. Changeable only while unconfigured."),
+    ParamSpec("realtime", True, "Pace video files, image folders and bags at their recorded rate "
+              "(like a live camera); false = as fast as processed (a file's frames are then stamped on "
+              "its media timeline: first read time + frame time; false at configure also makes the data "
+              "publishers reliable keep-all, so that a recorder receives every frame of the burst).", live=True),
+    ParamSpec("drop_late_frames", True, "With realtime pacing of a recording: drop frames that could "
+              "not be processed in time, as a live camera does (false = process every frame, late if "
+              "need be). A camera always delivers its freshest frame.", live=True),
+    ParamSpec("loop", False, "Restart video files, image folders and bags at their end.", live=True),
+    ParamSpec("images_fps", 30.0, "Frame rate of an image folder (its media time and pacing), Hz.",
+              range=(0.1, 1000.0), live=True),
+    ParamSpec("camera_width", 0, "Requested camera width, px (0 = driver default).", range=(0, 7680),
+              live=True),
+    ParamSpec("camera_height", 0, "Requested camera height, px (0 = driver default).", range=(0, 4320),
+              live=True),
+    ParamSpec("camera_fps", 0.0, "Requested camera frame rate, Hz (0 = driver default).",
+              range=(0.0, 240.0), live=True),
+    ParamSpec("frame_id", "camera_optical", "frame_id of published landmarks (camera optical frame).",
+              live=True),
+    ParamSpec("mirror", False, "The camera image is mirrored (selfie view). False for a camera whose "
+              "image is not mirrored (the shared video): MediaPipe's legacy handedness label is then "
+              "swapped so 'handedness' names the physical hand.", live=True),
+    ParamSpec("backend", "mediapipe_hands", "Landmark backend: " + ", ".join(sorted(BACKENDS)) +
+              " (legacy MediaPipe hands solution).", live=True, choices=tuple(sorted(BACKENDS))),
+    ParamSpec("max_num_hands", 1, "Hands MediaPipe looks for (at least 2 with hands: two).", range=(1, 4),
+              live=True),
+    ParamSpec("hands", "one", "one: follow one hand (hand_preference) on /hand/target_flexions and "
+              "/hand/joint_flexions; two: follow both operator hands with identity tracking on "
+              "/hand/left/... and /hand/right/... (landmarks, target_flexions, joint_flexions). "
+              "Changeable only while unconfigured.", choices=HANDS_MODES),
+    ParamSpec("model_complexity", 1, "MediaPipe landmark model: 0 lite (faster), 1 full.", range=(0, 1),
+              live=True),
+    ParamSpec("min_detection_confidence", 0.5, "MediaPipe palm detection threshold.", range=(0.0, 1.0),
+              live=True),
+    ParamSpec("min_tracking_confidence", 0.5, "MediaPipe tracking threshold (below: detect again).",
+              range=(0.0, 1.0), live=True),
+    ParamSpec("static_image_mode", False, "MediaPipe detects on every frame (unrelated images) "
+              "instead of tracking between frames.", live=True),
+    ParamSpec("landmark_mode", "fused", "Skeleton the angles come from: fused (MediaPipe's image head "
+              "for in-plane coordinates fitted onto the world head, depth from both), world (world head "
+              "only) or image (image landmarks in pixels).", live=True),
+    ParamSpec("gate_enabled", True, "Frame-quality gate: refuse (hold the last pose) frames with "
+              "landmarks outside the image, implausible sizes, bone-length jumps or a low score.", live=True),
+    ParamSpec("gate_max_outside_fraction", 0.25, "Gate: largest fraction of the 21 image landmarks "
+              "outside the image.", range=(0.0, 1.0), live=True),
+    ParamSpec("gate_max_bone_jump", 0.5, "Gate: largest one-frame change of a bone, palm widths.",
+              range=(0.01, 10.0), live=True),
+    ParamSpec("gate_min_score", 0.55, "Gate: lowest handedness-classifier confidence max(s, 1-s).",
+              range=(0.0, 1.0), live=True),
+    ParamSpec("hand_preference", "any", "Which hand drives the flexions: any (most confident), "
+              "right or left (physical hand).", live=True, choices=HAND_PREFERENCES),
+    *(ParamSpec(finger_param(f, end), default[i], text.format(f=f), range=(0.0, PI), live=True)
+      for i, f in enumerate(FINGER_NAMES)
+      for end, default, text in (
+          ("straight", DEFAULT_FINGER_STRAIGHT,
+           "{f}: mean interior angle of its 3 joints read as fully open (flexion 0), rad."),
+          ("curled", DEFAULT_FINGER_CURLED,
+           "{f}: mean interior angle of its 3 joints read as fully closed (flexion 1), rad; "
+           f"at least {MIN_WINDOW_RAD} below the straight angle."))),
+    ParamSpec("joint_straight_angles", list(DEFAULT_JOINT_STRAIGHT),
+              "Per-joint interior angle read as flexion 0 (15 values, rad, contract.JOINT_NAMES order).",
+              array_type=float, live=True),
+    ParamSpec("joint_curled_angles", list(DEFAULT_JOINT_CURLED),
+              "Per-joint interior angle read as flexion 1 (15 values, rad, contract.JOINT_NAMES order).",
+              array_type=float, live=True),
+    ParamSpec("filter_enabled", True, "1€ filter on the 15 joint angles.", live=True),
+    ParamSpec("filter_min_cutoff", 1.5, "1€ cutoff at rest, Hz (lower = smoother, more lag).",
+              range=(0.01, 100.0), live=True),
+    ParamSpec("filter_beta", 2.0, "1€ speed coefficient, Hz per rad/s = 1/rad (higher = less lag "
+              "on fast motion).", range=(0.0, 1000.0), live=True),
+    ParamSpec("filter_d_cutoff", 1.0, "1€ cutoff of the speed estimate, Hz.", range=(0.01, 100.0), live=True),
+    ParamSpec("max_missed_frames", 10, "Frames without a (plausible) hand during which the last pose "
+              "is held and republished; then the filter resets and flexions stop.", range=(0, 100000),
+              live=True),
+    ParamSpec("frame_timeout", 1.0, "Watchdog: no frame for this long (s) while active → diagnostics "
+              "ERROR (nothing is published without frames). A gap this long between the capture stamps "
+              "of two frames resets the filter and drops the held pose (decided on the stamps, so a "
+              "replay does the same).", range=(0.05, 60.0), live=True),
+    ParamSpec("diagnostics_period", 1.0, "Period of /diagnostics messages, s.", range=(0.1, 60.0), live=True),
+    ParamSpec("calibration_duration", 1.0, "Default capture time of ~/calibrate (request "
+              "duration_s = 0), s of stream time.", range=(0.1, 30.0), live=True),
+    ParamSpec("calibration_min_range", 0.15, "Calibration is refused for a finger whose fist curl is "
+              "not this much below its open curl, rad.", range=(MIN_WINDOW_RAD, 2.0), live=True),
+    ParamSpec("calibration_min_joint_range", 0.3, "Narrowest per-joint window a calibration sets, rad.",
+              range=(MIN_WINDOW_RAD, 2.0), live=True),
+    ParamSpec("publish_landmarks", True, "Publish /hand/landmarks (never in topic: replay).", live=True),
+    ParamSpec("replay_stamps", "now", "Bag replay: stamp outputs with the replay time ('now') or the "
+              "recorded capture time ('recorded').", live=True, choices=REPLAY_STAMPS),
+)
+_BY_NAME = {s.name: s for s in PARAMS}
 
 
 def _stamp(t: float) -> Time:
@@ -186,7 +283,7 @@ class TrackerNode(SafeLifecycleNode):
 
     def __init__(self, **kwargs):
         super().__init__(contract.TRACKER_NODE, **kwargs)
-        self._declare_parameters()
+        declare_specs(self, PARAMS)
         self._lock = threading.Lock()        # core + capture, shared by worker and executor
         try:
             self._core = TrackerCore(self._config_from(self._param_values()))
@@ -222,91 +319,6 @@ class TrackerNode(SafeLifecycleNode):
                                f"{self.get_parameter('source').value!r}")
 
     # --- parameters -------------------------------------------------------------------------------
-    def _declare_parameters(self) -> None:
-        d = declare
-        d(self, "source", "camera:0",
-          "Frame source: camera:<index|/dev/videoN>, video:<file>, images:<dir>, bag:<rosbag2 dir> "
-          "(recorded /hand/landmarks) or topic:<landmarks topic>. Changeable only while unconfigured.")
-        d(self, "realtime", True, "Pace video files, image folders and bags at their recorded rate "
-          "(like a live camera); false = as fast as processed (a file's frames are then stamped on "
-          "its media timeline: first read time + frame time; false at configure also makes the data "
-          "publishers reliable keep-all, so that a recorder receives every frame of the burst).")
-        d(self, "drop_late_frames", True, "With realtime pacing of a recording: drop frames that could "
-          "not be processed in time, as a live camera does (false = process every frame, late if "
-          "need be). A camera always delivers its freshest frame.")
-        d(self, "loop", False, "Restart video files, image folders and bags at their end.")
-        d(self, "images_fps", 30.0, "Frame rate of an image folder (its media time and pacing), Hz.",
-          range=(0.1, 1000.0))
-        d(self, "camera_width", 0, "Requested camera width, px (0 = driver default).", range=(0, 7680))
-        d(self, "camera_height", 0, "Requested camera height, px (0 = driver default).", range=(0, 4320))
-        d(self, "camera_fps", 0.0, "Requested camera frame rate, Hz (0 = driver default).",
-          range=(0.0, 240.0))
-        d(self, "frame_id", "camera_optical", "frame_id of published landmarks (camera optical frame).")
-        d(self, "mirror", False, "The camera image is mirrored (selfie view). False for a camera whose "
-          "image is not mirrored (the shared video): MediaPipe's legacy handedness label is then "
-          "swapped so 'handedness' names the physical hand.")
-        d(self, "backend", "mediapipe_hands", "Landmark backend: " + ", ".join(sorted(BACKENDS)) +
-          " (legacy MediaPipe hands solution).")
-        d(self, "max_num_hands", 1, "Hands MediaPipe looks for (at least 2 with hands: two).", range=(1, 4))
-        d(self, "hands", "one", "one: follow one hand (hand_preference) on /hand/target_flexions and "
-          "/hand/joint_flexions; two: follow both operator hands with identity tracking on "
-          "/hand/left/... and /hand/right/... (landmarks, target_flexions, joint_flexions). "
-          "Changeable only while unconfigured.")
-        d(self, "model_complexity", 1, "MediaPipe landmark model: 0 lite (faster), 1 full.", range=(0, 1))
-        d(self, "min_detection_confidence", 0.5, "MediaPipe palm detection threshold.", range=(0.0, 1.0))
-        d(self, "min_tracking_confidence", 0.5, "MediaPipe tracking threshold (below: detect again).",
-          range=(0.0, 1.0))
-        d(self, "static_image_mode", False, "MediaPipe detects on every frame (unrelated images) "
-          "instead of tracking between frames.")
-        d(self, "landmark_mode", "fused", "Skeleton the angles come from: fused (MediaPipe's image head "
-          "for in-plane coordinates fitted onto the world head, depth from both), world (world head "
-          "only) or image (image landmarks in pixels).")
-        d(self, "gate_enabled", True, "Frame-quality gate: refuse (hold the last pose) frames with "
-          "landmarks outside the image, implausible sizes, bone-length jumps or a low score.")
-        d(self, "gate_max_outside_fraction", 0.25, "Gate: largest fraction of the 21 image landmarks "
-          "outside the image.", range=(0.0, 1.0))
-        d(self, "gate_max_bone_jump", 0.5, "Gate: largest one-frame change of a bone, palm widths.",
-          range=(0.01, 10.0))
-        d(self, "gate_min_score", 0.55, "Gate: lowest handedness-classifier confidence max(s, 1-s).",
-          range=(0.0, 1.0))
-        d(self, "hand_preference", "any", "Which hand drives the flexions: any (most confident), "
-          "right or left (physical hand).")
-        for i, f in enumerate(FINGER_NAMES):
-            d(self, finger_param(f, "straight"), DEFAULT_FINGER_STRAIGHT[i],
-              f"{f}: mean interior angle of its 3 joints read as fully open (flexion 0), rad.",
-              range=(0.0, PI))
-            d(self, finger_param(f, "curled"), DEFAULT_FINGER_CURLED[i],
-              f"{f}: mean interior angle of its 3 joints read as fully closed (flexion 1), rad; "
-              f"at least {MIN_WINDOW_RAD} below the straight angle.", range=(0.0, PI))
-        d(self, "joint_straight_angles", list(DEFAULT_JOINT_STRAIGHT),
-          "Per-joint interior angle read as flexion 0 (15 values, rad, contract.JOINT_NAMES order).",
-          array_type=float)
-        d(self, "joint_curled_angles", list(DEFAULT_JOINT_CURLED),
-          "Per-joint interior angle read as flexion 1 (15 values, rad, contract.JOINT_NAMES order).",
-          array_type=float)
-        d(self, "filter_enabled", True, "1€ filter on the 15 joint angles.")
-        d(self, "filter_min_cutoff", 1.5, "1€ cutoff at rest, Hz (lower = smoother, more lag).",
-          range=(0.01, 100.0))
-        d(self, "filter_beta", 2.0, "1€ speed coefficient, Hz per rad/s = 1/rad (higher = less lag "
-          "on fast motion).", range=(0.0, 1000.0))
-        d(self, "filter_d_cutoff", 1.0, "1€ cutoff of the speed estimate, Hz.", range=(0.01, 100.0))
-        d(self, "max_missed_frames", 10, "Frames without a (plausible) hand during which the last pose "
-          "is held and republished; then the filter resets and flexions stop.", range=(0, 100000))
-        d(self, "frame_timeout", 1.0, "Watchdog: no frame for this long (s) while active → diagnostics "
-          "ERROR (nothing is published without frames). A gap this long between the capture stamps "
-          "of two frames resets the filter and drops the held pose (decided on the stamps, so a "
-          "replay does the same).", range=(0.05, 60.0))
-        d(self, "diagnostics_period", 1.0, "Period of /diagnostics messages, s.", range=(0.1, 60.0))
-        d(self, "calibration_duration", 1.0, "Default capture time of ~/calibrate (request "
-          "duration_s = 0), s of stream time.", range=(0.1, 30.0))
-        d(self, "calibration_min_range", 0.15, "Calibration is refused for a finger whose fist curl is "
-          "not this much below its open curl, rad.", range=(MIN_WINDOW_RAD, 2.0))
-        d(self, "calibration_min_joint_range", 0.3, "Narrowest per-joint window a calibration sets, rad.",
-          range=(MIN_WINDOW_RAD, 2.0))
-        d(self, "publish_landmarks", True, "Publish /hand/landmarks (never in topic: replay).")
-        d(self, "replay_stamps", "now", "Bag replay: stamp outputs with the replay time ('now') or the "
-          "recorded capture time ('recorded').")
-
     def _param_values(self, overrides: list[Parameter] | None = None) -> dict:
         values = {name: p.value for name, p in self._parameters.items()}
         for p in overrides or ():
@@ -353,22 +365,15 @@ class TrackerNode(SafeLifecycleNode):
             except ValueError as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
         v = self._param_values(params)
-        if v["hands"] not in HANDS_MODES:
-            return SetParametersResult(successful=False, reason=(
-                f"hands must be one of {', '.join(HANDS_MODES)}, got {v['hands']!r}"))
+        if why := _BY_NAME["hands"].problem(v["hands"]):
+            return SetParametersResult(successful=False, reason=why)
         if "hands" in names and self.lifecycle_state != "unconfigured":
             return SetParametersResult(successful=False, reason=(
                 f"hands can only change while unconfigured (state {self.lifecycle_state}): its "
                 "publishers are created at configure"))
-        if v["hand_preference"] not in HAND_PREFERENCES:
-            return SetParametersResult(successful=False, reason=(
-                f"hand_preference must be one of {', '.join(HAND_PREFERENCES)}, got {v['hand_preference']!r}"))
-        if v["backend"] not in BACKENDS:
-            return SetParametersResult(successful=False, reason=(
-                f"backend must be one of {', '.join(sorted(BACKENDS))}, got {v['backend']!r}"))
-        if v["replay_stamps"] not in REPLAY_STAMPS:
-            return SetParametersResult(successful=False, reason=(
-                f"replay_stamps must be one of {', '.join(REPLAY_STAMPS)}, got {v['replay_stamps']!r}"))
+        for name in ("hand_preference", "backend", "replay_stamps"):
+            if why := _BY_NAME[name].problem(v[name]):
+                return SetParametersResult(successful=False, reason=why)
         for name in ("joint_straight_angles", "joint_curled_angles"):
             arr = v[name]
             if len(arr) != len(JOINT_NAMES):
@@ -520,23 +525,6 @@ class TrackerNode(SafeLifecycleNode):
         self.get_logger().info("inactive")
         return super().on_deactivate(state)
 
-    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
-        self._stop_worker()
-        self._release()
-        self.get_logger().info("cleaned up (unconfigured)")
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
-        self._stop_worker()
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_error(self, state: State) -> TransitionCallbackReturn:
-        self.get_logger().error("error transition: releasing source and model")
-        self._stop_worker()
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
-
     def _stop_worker(self) -> None:
         self._stop.set()
         if self._worker is not None:
@@ -551,6 +539,9 @@ class TrackerNode(SafeLifecycleNode):
         self._finish_capture(CalibrationError("capture interrupted: the node left the active state"))
 
     def _release(self) -> None:
+        """The release hook (cleanup, shutdown, error, failed configure): worker thread, source,
+        MediaPipe model, publishers, subscription, timer."""
+        self._stop_worker()
         if self._source is not None:
             try:
                 self._source.close()

@@ -24,13 +24,14 @@ PARAMS: tuple[Param, ...] = (
     Param("hands", "one",
           "one: the single-hand twin on /hand/target_flexions; two: both hands of a two-hand scene (names "
           "prefixed left_/right_; default hand_description's mjcf/scene_two_hands.xml), each following "
-          "/hand/<side>/target_flexions and publishing /hand_twin/<side>/joint_states and /hand_twin/<side>/tendons"),
+          "/hand/<side>/target_flexions and publishing /hand_twin/<side>/joint_states and /hand_twin/<side>/tendons",
+          choices=HANDS_MODES),
     Param("model_path", "", "MJCF scene to load; empty = hand_description's scene.xml (paths.scene_path()), "
           "or mjcf/scene_two_hands.xml with hands: two"),
     Param("camera", "front", "camera of the scene used for offscreen rendering"),
     Param("integrator", "implicitfast",
           "MuJoCo integrator: implicitfast (default: joint damping and actuator kv implicit, stable for "
-          "gram-scale fingers), implicit, euler, rk4, or model (keep the MJCF's)"),
+          "gram-scale fingers), implicit, euler, rk4, or model (keep the MJCF's)", choices=tuple(sorted(INTEGRATORS))),
     Param("gain_settle_time", 0.10, "target 5 % settling time (s) used to size the flexor kp/kv from the model",
           range=(0.01, 1.0)),
     Param("gain_damping_ratio", 1.0, "closed-loop damping ratio used to size kv", range=(0.3, 3.0)),
@@ -68,7 +69,7 @@ PARAMS: tuple[Param, ...] = (
     Param("shadows", False, "render shadows (about 4x slower on software GL)"),
     Param("reflections", False, "render reflections (about 4x slower on software GL)"),
     Param("record_dir", "", "directory for numbered frame files + frames.csv (demo video); empty = off"),
-    Param("record_format", "jpg", "frame file format: jpg or png"),
+    Param("record_format", "jpg", "frame file format: jpg or png", choices=("jpg", "png")),
     Param("viewer", False, "open MuJoCo's passive viewer (only when DISPLAY is set; headless otherwise)"),
 )
 
@@ -109,11 +110,9 @@ class TwinConfig:
 
 
 def _check_value(name: str, value: Any) -> str | None:
-    p = _BY_NAME[name]
-    if p.range is not None:
-        lo, hi = p.range
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and lo <= value <= hi):
-            return f"{name} must be in [{lo:g}, {hi:g}], got {value!r}"
+    reason = _BY_NAME[name].problem(value)  # range, choices
+    if reason:
+        return reason
     if name == "safe_flexions":
         vals = list(value)
         if len(vals) != len(FINGER_NAMES):
@@ -126,12 +125,6 @@ def _check_value(name: str, value: Any) -> str | None:
             return f"command_deadband needs {len(FINGER_NAMES)} values ({' '.join(FINGER_NAMES)}), got {len(vals)}"
         if not all(math.isfinite(v) and 0.0 <= v < 1.0 for v in vals):
             return f"command_deadband must be finite flexions in [0, 1), got {vals}"
-    if name == "hands" and value not in HANDS_MODES:
-        return f"hands must be one of {', '.join(HANDS_MODES)}, got '{value}'"
-    if name == "integrator" and value not in INTEGRATORS:
-        return f"integrator must be one of {sorted(INTEGRATORS)}, got '{value}'"
-    if name == "record_format" and value not in ("jpg", "png"):
-        return f"record_format must be jpg or png, got '{value}'"
     return None
 
 

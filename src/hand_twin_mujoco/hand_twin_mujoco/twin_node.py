@@ -43,7 +43,7 @@ from sensor_msgs.msg import Image, JointState
 
 from hand_common import contract
 from hand_common.deadband import FlexionDeadband
-from hand_common.node_tools import SafeLifecycleNode, declare, run
+from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
 
 from .loop import PhysicsLoop
 from .model import ModelContractError, default_two_hands_scene_path
@@ -60,9 +60,7 @@ TENDON_NAMES = tuple(f"{f}_flexor" for f in contract.FINGER_NAMES)
 class TwinNode(SafeLifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(contract.TWIN_NODE, **kwargs)
-        for p in PARAMS:
-            kw = {"range": p.range} if p.range is not None else {}
-            declare(self, p.name, p.default, p.description, array_type=p.array_type, **kw)
+        declare_specs(self, PARAMS)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._reset_resources()
 
@@ -153,22 +151,24 @@ class TwinNode(SafeLifecycleNode):
         self.loop = PhysicsLoop(self.sim, watchdog,
                                 publish_rate=cfg.publish_rate, on_sample=self._publish_sample,
                                 on_event=self._on_event, max_lag=cfg.max_lag)
+        # Everything is published only while active (physics thread, render worker and diagnostics
+        # timer run between activate and deactivate): lifecycle publishers.
         stream = contract.qos(contract.STREAM)
+        pub = self.create_lifecycle_publisher
         if sides:
-            self._side_pubs = [(self.create_publisher(JointState, contract.side_topic(contract.TOPIC_TWIN_JOINT_STATES, s),
-                                                      stream),
-                                self.create_publisher(JointState, contract.side_topic(TOPIC_TWIN_TENDONS, s), stream))
+            self._side_pubs = [(pub(JointState, contract.side_topic(contract.TOPIC_TWIN_JOINT_STATES, s), stream),
+                                pub(JointState, contract.side_topic(TOPIC_TWIN_TENDONS, s), stream))
                                for s in sides]
             self.pub_joints, self.pub_tendons = self._side_pubs[0]
         else:
-            self.pub_joints = self.create_publisher(JointState, contract.TOPIC_TWIN_JOINT_STATES, stream)
-            self.pub_tendons = self.create_publisher(JointState, TOPIC_TWIN_TENDONS, stream)
+            self.pub_joints = pub(JointState, contract.TOPIC_TWIN_JOINT_STATES, stream)
+            self.pub_tendons = pub(JointState, TOPIC_TWIN_TENDONS, stream)
             self._side_pubs = [(self.pub_joints, self.pub_tendons)]
-        self.pub_diag = self.create_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, stream)
+        self.pub_diag = pub(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, stream)
         self._pubs = [p for pair in self._side_pubs for p in pair] + [self.pub_diag]
         self.pub_image = None
         if cfg.renders and cfg.publish_image:
-            self.pub_image = self.create_publisher(Image, contract.TOPIC_TWIN_IMAGE, contract.qos(contract.IMAGE))
+            self.pub_image = pub(Image, contract.TOPIC_TWIN_IMAGE, contract.qos(contract.IMAGE))
             self._pubs.append(self.pub_image)
         try:
             if cfg.record_dir and cfg.render_rate > 0:
@@ -212,6 +212,10 @@ class TwinNode(SafeLifecycleNode):
         self.loop.viewer_sync = sync
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
+        # enable the lifecycle publishers first: the physics thread publishes from its first step
+        ret = super().on_activate(state)
+        if ret != TransitionCallbackReturn.SUCCESS:
+            return ret
         latest = contract.qos(contract.LATEST)
         topics = [contract.side_topic(contract.TOPIC_TARGET_FLEXIONS, s) for s in self._sides] \
             or [contract.TOPIC_TARGET_FLEXIONS]
@@ -223,7 +227,7 @@ class TwinNode(SafeLifecycleNode):
             self.render_worker.enabled.set()
         self.get_logger().info(f"active: following {', '.join(topics)}, "
                                f"command_timeout {self.loop.watchdog.timeout:.3f} s")
-        return super().on_activate(state)
+        return ret
 
     def _stop_running(self) -> None:
         if self.render_worker is not None:
@@ -242,6 +246,8 @@ class TwinNode(SafeLifecycleNode):
         return super().on_deactivate(state)
 
     def _release(self) -> None:
+        """The release hook (cleanup, shutdown, error, failed configure): physics and render
+        threads, recorder, viewer, publishers, model."""
         self._stop_running()
         if self.render_worker is not None:
             self.render_worker.close()
@@ -253,20 +259,8 @@ class TwinNode(SafeLifecycleNode):
             except Exception as exc:  # noqa: BLE001
                 self.get_logger().warning(f"viewer close: {exc}")
         for pub in self._pubs:
-            self.destroy_publisher(pub)
+            self.destroy_lifecycle_publisher(pub)
         self._reset_resources()
-
-    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_error(self, state: State) -> TransitionCallbackReturn:
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
 
     # --- inputs ------------------------------------------------------------------------------------
     def _on_command(self, msg: JointState, hand: int = 0) -> None:
