@@ -194,9 +194,11 @@ class RetargetNode(SafeLifecycleNode):
             return  # no (matching) hand in this frame: the target ages out
         self._frames += 1
         world = np.array([(p.x, p.y, p.z) for p in hand.world_landmarks], dtype=float)
+        image = np.array([(p.x, p.y, p.z) for p in hand.image_landmarks], dtype=float)
+        size = (int(hand.image_width), int(hand.image_height))
         t = stamp_seconds(hand.header.stamp) or stamp_seconds(msg.header.stamp)
-        try:
-            res = self.pipeline.frame(world, hand.handedness, t)
+        try:   # image + size: the rest blend reads flexions on the tracker's fused skeleton
+            res = self.pipeline.frame(world, hand.handedness, t, image=image, size=size)
         except ValueError as exc:  # e.g. unknown handedness label
             res = None
             reason = str(exc)

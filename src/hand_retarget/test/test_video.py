@@ -36,7 +36,8 @@ def replay(video_path):
     target, ticks = None, 0
     for i in range(n):
         if v.handedness[i]:
-            res = pipe.frame(v.world[i], v.handedness[i], float(v.media_time[i]))
+            res = pipe.frame(v.world[i], v.handedness[i], float(v.media_time[i]), image=v.image[i],
+                             size=(v.width, v.height))
             if res.ok:
                 target = res.target
                 human[i] = res.human.score

@@ -1,0 +1,91 @@
+"""The rest blend (hand_retarget.rest_blend): weights from flexions and thumb contact, digits moved
+towards the robot's rest landmarks, and the pipeline's open hand -> rest pose."""
+
+import numpy as np
+import pytest
+
+from hand_description import dex, paths
+from hand_retarget.pipeline import DexPipeline, PipelineConfig
+from hand_retarget.preprocess import PreprocessConfig
+from hand_retarget.rest_blend import (
+    DIGITS,
+    RestBlendConfig,
+    blend,
+    blend_weights,
+    default_windows,
+    digit_flexions,
+)
+
+E = 0.04   # DexPilot escape_dist (m)
+
+
+def hand_with_thumb_at(d_index: float) -> np.ndarray:
+    """(21, 3) points whose thumb tip is ``d_index`` m from the index tip and >= 0.12 m from the others."""
+    p = np.zeros((21, 3))
+    p[[8, 12, 16, 20]] = [[0.0, 0.0, 0.0], [0.12, 0.0, 0.0], [0.14, 0.0, 0.0], [0.16, 0.0, 0.0]]
+    p[4] = [-d_index, 0.0, 0.0]
+    return p
+
+
+def test_weights_follow_the_flexion_window():
+    cfg = RestBlendConfig()
+    far = hand_with_thumb_at(0.2)
+    w = blend_weights(np.array([0.0, 0.2, 0.35, 0.5, 0.9]), far, cfg, E)
+    assert np.allclose(w, [1.0, 1.0, 0.5, 0.0, 0.0])
+
+
+def test_a_thumb_near_a_fingertip_is_not_blended():
+    cfg = RestBlendConfig()
+    open_flex = np.zeros(5)
+    w = blend_weights(open_flex, hand_with_thumb_at(0.03), cfg, E)     # pinch: inside escape_dist
+    assert w[0] == 0.0 and w[1] == 0.0 and np.allclose(w[2:], 1.0)
+    w = blend_weights(open_flex, hand_with_thumb_at(0.05), cfg, E)     # halfway up the 40-60 mm ramp
+    assert np.allclose(w[:2], 0.5) and np.allclose(w[2:], 1.0)
+    w = blend_weights(open_flex, hand_with_thumb_at(0.03), RestBlendConfig(contact=False), E)
+    assert np.allclose(w, 1.0)
+
+
+def test_blend_moves_each_digit_by_its_weight():
+    rng = np.random.default_rng(0)
+    x, rest = rng.normal(size=(21, 3)), rng.normal(size=(21, 3))
+    w = np.array([1.0, 0.0, 0.5, 1.0, 0.0])
+    out = blend(x, rest, w)
+    assert np.allclose(out[0], x[0])                                   # the wrist never moves
+    for k, idx in enumerate(DIGITS):
+        assert np.allclose(out[list(idx)], x[list(idx)] + w[k] * (rest[list(idx)] - x[list(idx)]))
+
+
+def test_config_is_validated():
+    with pytest.raises(ValueError):
+        RestBlendConfig(open_flexion=0.5, release_flexion=0.5)
+    with pytest.raises(ValueError):
+        RestBlendConfig(contact_free=1.0)
+
+
+@pytest.fixture(scope="module")
+def desc():
+    return dex.load()
+
+
+def _pipe(desc, **kw):
+    pre = PreprocessConfig(filter_min_cutoff=0.0, calibration_time=0.0)
+    return DexPipeline(desc, str(paths.dex_urdf_path()), PipelineConfig(preprocess=pre, **kw))
+
+
+def test_an_open_hand_is_the_rest_pose_and_a_fist_is_left_alone(desc):
+    """The robot's own flat hand read as a human hand: every digit open, thumb far -> exactly the
+    rest pose, without an optimizer call. A fist: weights 0, the same target as without the blend."""
+    flat = desc.landmarks() + 0.3
+    assert np.all(digit_flexions(flat, default_windows()) <= 0.2)
+    pipe = _pipe(desc)
+    res = pipe.frame(flat, "right", 0.0)
+    assert res.ok and np.array_equal(res.target, pipe.rest) and np.allclose(pipe.last_weights, 1.0)
+    q = np.zeros(len(desc.joint_names))
+    for i, n in enumerate(desc.joint_names):
+        if n.endswith(("_mcp", "_pip")) and not n.startswith("thumb"):
+            q[i] = 0.9 * desc.upper[i]
+    fist = desc.landmarks(desc.couple(q)) + 0.3
+    on, off = _pipe(desc), _pipe(desc, rest_blend=RestBlendConfig(enabled=False))
+    a, b = on.frame(fist, "right", 0.0), off.frame(fist, "right", 0.0)
+    assert np.all(on.last_weights[1:] == 0.0)
+    assert np.allclose(a.target, b.target, atol=1e-6)
