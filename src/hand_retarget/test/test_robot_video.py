@@ -31,7 +31,7 @@ TIPS = [4, 8, 12, 16]
 
 @pytest.fixture(scope="module", params=("leap_hand_right", "allegro_hand_right"))
 def replay(request, video_path):
-    v = video_landmarks(video_path)
+    v = video_landmarks(video_path, model_complexity=1)   # the tracker's model
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         robot = load_robot(request.param, "dexpilot", ROBOTS)
@@ -42,7 +42,8 @@ def replay(request, video_path):
     targets, commands, measured, ms, misses, robot_score = [], [], [], [], [], []
     target, ticks = None, 0
     for i in range(n):
-        res = pipe.frame(v.world[i], v.handedness[i], float(v.media_time[i])) if v.handedness[i] else None
+        res = (pipe.frame(v.world[i], v.handedness[i], float(v.media_time[i]), image=v.image[i],
+                          size=(v.width, v.height)) if v.handedness[i] else None)
         if res is not None and res.ok:
             target = res.target
             ms.append(res.retarget_ms)
@@ -96,15 +97,21 @@ def test_the_fist_closes_every_fingertip(replay):
     assert ratio.max() <= 0.6
 
 
-def test_open_frames_figures(replay):
-    """Printed, asserted only loosely: the operator's relaxed open hand is curled (README: interior
-    angles 2.7-2.9 rad) and the robots' q = 0 is flat with the thumb splayed in the palm plane."""
+def test_open_frames_put_every_fingertip_at_rest(replay):
+    """Acceptance: open frames put every robot fingertip within 10 mm of its rest pose (FK of the
+    targets), on every open frame (a maximum, no percentile: the listed frames are all open; the
+    transitions around them are not listed). The operator's relaxed open hand is curled (world
+    landmarks: interior angles 2.7-2.9 rad) and both robots' q = 0 is flat with the thumb splayed;
+    without the rest blend (hand_retarget.rest_blend) these frames put the tips 42-120 mm away."""
     robot = replay["robot"]
     rest = robot.landmarks()
     lm = _landmarks(robot, replay["targets"][OPEN])
     d = np.linalg.norm(lm[:, TIPS] - rest[TIPS], axis=2)
-    print(f"{robot.name}: open frames, fingertip to rest median {np.round(np.median(d, axis=0) * 1e3)} mm, "
-          f"max {np.round(d.max(axis=0) * 1e3)} mm (thumb, index, middle, ring)")
-    fist = _landmarks(robot, replay["targets"][list(FIST)])
-    # open frames are far nearer the rest pose than the fist is
-    assert np.median(d) < 0.6 * np.median(np.linalg.norm(fist[:, TIPS] - rest[TIPS], axis=2))
+    lm_m = _landmarks(robot, replay["measured"][OPEN])
+    d_m = np.linalg.norm(lm_m[:, TIPS] - rest[TIPS], axis=2)
+    print(f"{robot.name}: open frames, fingertip to rest (thumb, index, middle, ring) targets max "
+          f"{np.round(d.max(axis=0) * 1e3, 1)} mm; twin (measured) median {np.round(np.median(d_m, axis=0) * 1e3, 1)}, "
+          f"p90 {np.round(np.percentile(d_m, 90, axis=0) * 1e3, 1)} mm")
+    assert d.max() <= 0.010, np.round(d.max(axis=0) * 1e3, 1)
+    # the twin gets there too, apart from the frames just after a movement (its lag)
+    assert np.median(d_m) <= 0.010
