@@ -132,7 +132,7 @@ class DexPipeline:
         rb = self.config.rest_blend
         if rb.enabled:
             flex = digit_flexions(world, self._windows, image, size)
-            w = blend_weights(flex, pre.raw, rb, self.config.retarget.escape_dist)
+            w = blend_weights(flex, human.distances, rb, self.config.kapandji.touch)
             self.last_weights = w
             if np.all(w >= 1.0):   # every digit open: the target is the rest pose
                 self.retargeter.reset(self.rest)

@@ -19,14 +19,19 @@ hand drives the robot to rest), ``w_d = 0`` leaves the operator's geometry untou
   hands of the tracker's measurement set read <= 0.1, its window puts the lowest open curl at 0.1)
   the digit is at rest; from ``release`` (0.5: the tracker's calibration check reads a digit above
   0.5 as closed) on, the blend is gone, so a fist or a curled finger is retargeted as it is.
-- Contact: a thumb near a fingertip is a pinch, and a pinch must stay a pinch whatever the
-  flexions read (the thumb and index barely flex in a tip pinch). With ``d_k`` the human
-  thumb-tip to finger-k-tip distance (m, the operator's own geometry), ``e`` DexPilot's ``escape_dist`` and ``k_free e`` the distance from which a digit is
-  free (``contact_free``, 1.5), finger k's weight is multiplied by ``c_k = clip((d_k - e) / ((k_free
-  - 1) e), 0, 1)`` and the thumb's by ``min_k c_k``: within ``e`` nothing is blended (DexPilot's
-  pinch prior sees the operator's real distances), from ``k_free e`` on the digits may go to rest.
-  On the shared video a tip pinch holds the thumb 24-35 mm from the index tip and the open hand
-  89-112 mm from every fingertip: the 40-60 mm ramp leaves room for smaller hands and wider pinches.
+- Contact: a thumb touching a finger or the palm is opposition (a pinch, a Kapandji level), and
+  opposition must reach the robot as the operator makes it, whatever the flexions read (thumb and
+  index barely flex in a tip pinch). The contact measure is the human Kapandji score's own, not a
+  3-D fingertip distance (on the shared video a thumb that touches a site is up to 79 mm from the
+  nearest fingertip): the thumb tip's in-plane distance to the nearest of the 10 Kapandji sites,
+  ``k`` palm widths (:func:`hand_retarget.kapandji.kapandji` on the operator's geometry, which the
+  pipeline computes anyway). Every weight is multiplied by ``c = clip((k - touch) / (free -
+  touch), 0, 1)``: ``touch`` = the Kapandji touch radius (0.25), ``free`` = ``contact_free`` (0.5,
+  twice that radius). At a touch nothing is blended (DexPilot's pinch prior and the Kapandji
+  sites see the operator's real geometry; blending the other fingers would pull on the thumb
+  through DexPilot's tip-to-tip vectors); a free thumb lets the digits go to rest. On the shared
+  video the open hand keeps the thumb >= 0.91 palm widths from every site (model_complexity 1;
+  1.01 at 0).
 
 When every weight is 1 the target *is* the rest pose; :class:`~hand_retarget.pipeline.DexPipeline`
 then skips the optimizer and re-seeds its warm start there (the optimizer cannot stay caught in a
@@ -44,8 +49,6 @@ from hand_tracking.geometry import Windows, finger_curls, fused_points, joint_an
 
 #: The 4 landmarks of each digit (thumb CMC MCP IP TIP; fingers MCP PIP DIP TIP), FINGER_NAMES order.
 DIGITS = ((1, 2, 3, 4), (5, 6, 7, 8), (9, 10, 11, 12), (13, 14, 15, 16), (17, 18, 19, 20))
-FINGER_TIPS = (8, 12, 16, 20)
-THUMB_TIP = 4
 
 
 def default_windows() -> Windows:
@@ -60,16 +63,16 @@ class RestBlendConfig:
     enabled: bool = True
     open_flexion: float = 0.2          # at or below: the digit goes to the robot's rest
     release_flexion: float = 0.5       # at or above: the operator's own geometry
-    contact: bool = True               # a thumb near a fingertip is never blended (pinch)
-    contact_free: float = 1.5          # x escape_dist: thumb-to-tip distance from which digits are free
+    contact: bool = True               # a thumb touching a Kapandji site is never blended
+    contact_free: float = 0.5          # palm widths (in-plane, thumb tip - nearest site): free from here
     windows: Windows | None = None     # finger windows (5); None = the tracker's defaults
 
     def __post_init__(self) -> None:
         lo, hi = self.open_flexion, self.release_flexion
         if not (math.isfinite(lo) and math.isfinite(hi) and 0.0 <= lo < hi <= 1.0):
             raise ValueError(f"need 0 <= open_flexion < release_flexion <= 1, got {lo}, {hi}")
-        if not (math.isfinite(self.contact_free) and self.contact_free > 1.0):
-            raise ValueError(f"contact_free must be > 1 (x escape_dist), got {self.contact_free}")
+        if not (math.isfinite(self.contact_free) and self.contact_free > 0.0):
+            raise ValueError(f"contact_free must be > 0 palm widths, got {self.contact_free}")
         if self.windows is not None and len(self.windows.names) != 5:
             raise ValueError(f"windows must be the 5 finger windows, got {self.windows.names}")
 
@@ -86,19 +89,19 @@ def digit_flexions(world: np.ndarray, windows: Windows, image: np.ndarray | None
     return windows.flexions(finger_curls(joint_angles(pts)))
 
 
-def blend_weights(flexions: np.ndarray, raw: np.ndarray, config: RestBlendConfig,
-                  escape_dist: float) -> np.ndarray:
-    """(5,) weights thumb..pinky (module docstring). raw: (21, 3) m, the operator's own landmarks
-    (any rigid frame; only thumb-to-fingertip distances are used)."""
+def blend_weights(flexions: np.ndarray, site_distances: np.ndarray, config: RestBlendConfig,
+                  touch: float = 0.25) -> np.ndarray:
+    """(5,) weights thumb..pinky (module docstring). site_distances: (10,) the human Kapandji
+    result's in-plane thumb tip - site distances, palm widths (NaN: unusable -> nothing blended);
+    touch: the Kapandji touch radius, palm widths."""
     f = np.asarray(flexions, dtype=float)
     lo, hi = config.open_flexion, config.release_flexion
     w = np.clip((hi - f) / (hi - lo), 0.0, 1.0)
     if config.contact:
-        p = np.asarray(raw, dtype=float)
-        d = np.linalg.norm(p[list(FINGER_TIPS)] - p[THUMB_TIP], axis=1)
-        c = np.clip((d - escape_dist) / ((config.contact_free - 1.0) * escape_dist), 0.0, 1.0)
-        w[1:] *= c
-        w[0] *= c.min()
+        d = np.asarray(site_distances, dtype=float)
+        k = float(np.nanmin(d)) if np.any(np.isfinite(d)) else touch
+        free = max(config.contact_free, touch + 1e-6)
+        w *= float(np.clip((k - touch) / (free - touch), 0.0, 1.0))
     return w
 
 

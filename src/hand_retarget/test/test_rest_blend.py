@@ -16,33 +16,23 @@ from hand_retarget.rest_blend import (
     digit_flexions,
 )
 
-E = 0.04   # DexPilot escape_dist (m)
-
-
-def hand_with_thumb_at(d_index: float) -> np.ndarray:
-    """(21, 3) points whose thumb tip is ``d_index`` m from the index tip and >= 0.12 m from the others."""
-    p = np.zeros((21, 3))
-    p[[8, 12, 16, 20]] = [[0.0, 0.0, 0.0], [0.12, 0.0, 0.0], [0.14, 0.0, 0.0], [0.16, 0.0, 0.0]]
-    p[4] = [-d_index, 0.0, 0.0]
-    return p
+FREE = np.full(10, 1.0)    # thumb tip 1 palm width (in-plane) from every Kapandji site
 
 
 def test_weights_follow_the_flexion_window():
-    cfg = RestBlendConfig()
-    far = hand_with_thumb_at(0.2)
-    w = blend_weights(np.array([0.0, 0.2, 0.35, 0.5, 0.9]), far, cfg, E)
+    w = blend_weights(np.array([0.0, 0.2, 0.35, 0.5, 0.9]), FREE, RestBlendConfig())
     assert np.allclose(w, [1.0, 1.0, 0.5, 0.0, 0.0])
 
 
-def test_a_thumb_near_a_fingertip_is_not_blended():
-    cfg = RestBlendConfig()
+def test_a_thumb_touching_a_site_stops_the_blend():
     open_flex = np.zeros(5)
-    w = blend_weights(open_flex, hand_with_thumb_at(0.03), cfg, E)     # pinch: inside escape_dist
-    assert w[0] == 0.0 and w[1] == 0.0 and np.allclose(w[2:], 1.0)
-    w = blend_weights(open_flex, hand_with_thumb_at(0.05), cfg, E)     # halfway up the 40-60 mm ramp
-    assert np.allclose(w[:2], 0.5) and np.allclose(w[2:], 1.0)
-    w = blend_weights(open_flex, hand_with_thumb_at(0.03), RestBlendConfig(contact=False), E)
-    assert np.allclose(w, 1.0)
+    touch = FREE.copy()
+    touch[2] = 0.2                                                       # on the index tip (level 3)
+    assert np.all(blend_weights(open_flex, touch, RestBlendConfig()) == 0.0)
+    touch[2] = 0.375                                                     # halfway up the 0.25-0.5 ramp
+    assert np.allclose(blend_weights(open_flex, touch, RestBlendConfig()), 0.5)
+    assert np.allclose(blend_weights(open_flex, touch, RestBlendConfig(contact=False)), 1.0)
+    assert np.all(blend_weights(open_flex, np.full(10, np.nan), RestBlendConfig()) == 0.0)   # unusable
 
 
 def test_blend_moves_each_digit_by_its_weight():
@@ -59,7 +49,7 @@ def test_config_is_validated():
     with pytest.raises(ValueError):
         RestBlendConfig(open_flexion=0.5, release_flexion=0.5)
     with pytest.raises(ValueError):
-        RestBlendConfig(contact_free=1.0)
+        RestBlendConfig(contact_free=0.0)
 
 
 @pytest.fixture(scope="module")
