@@ -30,7 +30,8 @@ def video_landmarks(video: str, cache: str | None) -> tuple[np.ndarray, list[str
     from hand_tracking.sources import VideoFileSource
 
     src = VideoFileSource(video, realtime=False, loop=False)
-    backend = MediaPipeHands(MediaPipeConfig(max_num_hands=1, model_complexity=0), mirror=False)
+    # the tracker's own landmark model (MediaPipeConfig default, model_complexity 1; issue 15)
+    backend = MediaPipeHands(MediaPipeConfig(max_num_hands=1), mirror=False)
     world, hands, ts, image, size = [], [], [], [], (0, 0)
     try:
         while (f := src.read()) is not None:

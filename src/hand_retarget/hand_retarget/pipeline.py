@@ -12,7 +12,10 @@ landmarks (21, 3) + handedness ─► :class:`~hand_retarget.preprocess.Preproce
                      :class:`~hand_retarget.safety.SafetyFilter` ─► joint command (20,) rad
 
 The robot's Kapandji score comes from :meth:`DexPipeline.robot_score` on *measured* joint angles
-(the twin's), through the description's forward kinematics.
+(the twin's), through the description's forward kinematics; for the dexterous hand a site also
+counts as touched when the thumb tip is within contact distance of it (the two phalanges' radii,
+:func:`~hand_retarget.kapandji.contact_distances`): a twin whose thumb rests on a fingertip keeps
+its tip points 13-15 mm (0.23-0.26 palm widths) apart, on the edge of the 0.25 ``touch`` radius.
 
 ``desc`` is either hand_description's DexHandDescription (``urdf_path``: its URDF) or any
 :class:`hand_retarget.robot.RobotHand` (``urdf_path`` ignored: the robot knows its URDF): joint
@@ -29,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .kapandji import KapandjiConfig, KapandjiResult, kapandji, robot_kapandji
+from .kapandji import KapandjiConfig, KapandjiResult, contact_distances, kapandji, robot_kapandji
 from .preprocess import PreprocessConfig, Preprocessor
 from .rest_blend import RestBlendConfig, blend, blend_weights, default_windows, digit_flexions
 from .retarget import RetargetConfig, Retargeter
@@ -106,6 +109,7 @@ class DexPipeline:
                                    config.max_step)
         self.rest = self.robot.rest if self.robot is not None else np.zeros(len(desc.joint_names))
         self.filter = SafetyFilter(self.limits, self.rest, crossing)
+        self.contact = contact_distances(desc) if self.robot is None else None
         # the robot's rest landmarks in the retargeting input's frame and units (the optimizer
         # multiplies the input by ``scaling``)
         rest_lm = self.robot.landmarks(self.rest) if self.robot is not None else np.asarray(desc.landmarks(), float)
@@ -156,4 +160,4 @@ class DexPipeline:
             return kapandji(np.full((21, 3), np.nan))
         if self.robot is not None:
             return robot_kapandji(self.robot, q, self.config.kapandji)
-        return kapandji(self.desc.landmarks(q), self.config.kapandji)
+        return kapandji(self.desc.landmarks(q), self.config.kapandji, contact=self.contact)
