@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                 note = f"held: {verdict.reason}"
                 draw_skeleton(f.image, hands[0].image)
             elif hands:
-                res = pipe.frame(hands[0].world, hands[0].handedness, f.media_time)
+                res = pipe.frame(hands[0].world, hands[0].handedness, f.media_time, image=hands[0].image,
+                                 size=(f.width, f.height))
                 if res.ok:
                     target, human = res.target, res.human.score
                     note = f"{args.method}  retarget {res.retarget_ms:.1f} ms  frame {f.index}{suffix}"

@@ -58,7 +58,7 @@ def run(method: str, world, hands, ts, rate: float, fast: bool = True, robot: st
     from hand_retarget.retarget import RetargetConfig
 
     cfg = PipelineConfig(retarget=RetargetConfig(method=method, fast_objective=fast),
-                         rest_blend=RestBlendConfig(enabled=rest_blend))
+                         rest_blend=RestBlendConfig(enabled=None if rest_blend else False))
     if robot:
         from hand_retarget.robot import load_robot
 
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--robot-dir", default=None, help="folder of the robot URDFs (default $HAND_ROBOTS_DIR or ../shared/robots)")
     parser.add_argument("--original-objective", action="store_true",
                         help="also time dex-retargeting's own objective evaluation (fast_objective off)")
-    parser.add_argument("--no-rest-blend", action="store_true", help="retarget every frame as it is (no rest blend)")
+    parser.add_argument("--no-rest-blend", action="store_true", help="retarget every frame as it is (no rest blend; it is on by default for URDF robots, off for dex_hand)")
     args = parser.parse_args(argv)
     if not os.path.isfile(args.video) and not (args.landmarks and os.path.isfile(args.landmarks)):
         parser.error(f"video {args.video} not found")

@@ -115,6 +115,8 @@ class DexPipeline:
         rest_lm = self.robot.landmarks(self.rest) if self.robot is not None else np.asarray(desc.landmarks(), float)
         self.rest_landmarks = (rest_lm - rest_lm[0]) / config.retarget.scaling
         self._windows = config.rest_blend.windows or default_windows()
+        #: whether the rest blend runs (RestBlendConfig.enabled; None: for a URDF robot, not for dex_hand)
+        self.rest_blend = config.rest_blend.enabled if config.rest_blend.enabled is not None else self.robot is not None
         #: per-digit blend weights of the last accepted frame (thumb..pinky), NaN before the first
         self.last_weights = np.full(5, np.nan)
 
@@ -134,7 +136,7 @@ class DexPipeline:
         t0 = self._clock()
         x = pre.landmarks
         rb = self.config.rest_blend
-        if rb.enabled:
+        if self.rest_blend:
             flex = digit_flexions(world, self._windows, image, size)
             w = blend_weights(flex, human.distances, rb, self.config.kapandji.touch)
             self.last_weights = w

@@ -1,6 +1,9 @@
 """The rest blend (hand_retarget.rest_blend): weights from flexions and thumb contact, digits moved
 towards the robot's rest landmarks, and the pipeline's open hand -> rest pose."""
 
+import pathlib
+import warnings
+
 import numpy as np
 import pytest
 
@@ -15,7 +18,9 @@ from hand_retarget.rest_blend import (
     default_windows,
     digit_flexions,
 )
+from hand_retarget.robot import load_robot
 
+ROBOTS = pathlib.Path(__file__).resolve().parents[4] / "shared" / "robots"
 FREE = np.full(10, 1.0)    # thumb tip 1 palm width (in-plane) from every Kapandji site
 
 
@@ -57,9 +62,18 @@ def desc():
     return dex.load()
 
 
-def _pipe(desc, **kw):
+def _pipe(desc, enabled=True):
     pre = PreprocessConfig(filter_min_cutoff=0.0, calibration_time=0.0)
-    return DexPipeline(desc, str(paths.dex_urdf_path()), PipelineConfig(preprocess=pre, **kw))
+    return DexPipeline(desc, str(paths.dex_urdf_path()),
+                       PipelineConfig(preprocess=pre, rest_blend=RestBlendConfig(enabled=enabled)))
+
+
+def test_the_blend_is_on_for_urdf_robots_and_off_for_dex_hand(desc):
+    assert DexPipeline(desc, str(paths.dex_urdf_path())).rest_blend is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        leap = load_robot("leap_hand_right", "dexpilot", ROBOTS)
+    assert DexPipeline(leap, "").rest_blend is True
 
 
 def test_an_open_hand_is_the_rest_pose_and_a_fist_is_left_alone(desc):
@@ -75,7 +89,7 @@ def test_an_open_hand_is_the_rest_pose_and_a_fist_is_left_alone(desc):
         if n.endswith(("_mcp", "_pip")) and not n.startswith("thumb"):
             q[i] = 0.9 * desc.upper[i]
     fist = desc.landmarks(desc.couple(q)) + 0.3
-    on, off = _pipe(desc), _pipe(desc, rest_blend=RestBlendConfig(enabled=False))
+    on, off = _pipe(desc), _pipe(desc, enabled=False)
     a, b = on.frame(fist, "right", 0.0), off.frame(fist, "right", 0.0)
     assert np.all(on.last_weights[1:] == 0.0)
     assert np.allclose(a.target, b.target, atol=1e-6)
