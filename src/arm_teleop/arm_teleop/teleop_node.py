@@ -240,7 +240,11 @@ class TeleopNode(SafeLifecycleNode):
             core.sm.disable(t, "time went backwards")  # a looped or replayed stream restarts safely
         self._last_t = t
         h = self._pick(msg)
-        if h is None:
+        if h is not None and not h.accepted and h.rejection not in ("", "not_followed"):
+            # the tracker's frame-quality gate refused this skeleton: no hand for the teleop either
+            frame = HandFrame(t)
+            index = int(h.frame_index)
+        elif h is None:
             frame = HandFrame(t)
             index = -1
         else:

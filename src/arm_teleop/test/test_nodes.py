@@ -31,7 +31,7 @@ OPEN = np.full(15, math.pi - 0.15)
 FIST = np.array([2.3, 2.3, 2.3] + [1.4, 1.2, 1.6] * 4)
 
 
-def hand_msg(t: float, i: int, angles=OPEN, pinch: bool = False) -> HandLandmarksArray:
+def hand_msg(t: float, i: int, angles=OPEN, pinch: bool = False, rejection: str = "") -> HandLandmarksArray:
     from geometry_msgs.msg import Point
 
     world = synthetic_hand(angles)
@@ -39,7 +39,8 @@ def hand_msg(t: float, i: int, angles=OPEN, pinch: bool = False) -> HandLandmark
         world[4] = world[8] + 0.15 * np.linalg.norm(world[9] - world[0]) * np.array([1.0, 0, 0])
     img = world[:, :2] / np.linalg.norm(world[9, :2] - world[0, :2]) * 0.2
     image = np.c_[0.5 - (img[:, 0] - img[0, 0]) * 720 / 1280, 0.5 + img[:, 1] - img[0, 1], np.zeros(21)]
-    h = HandLandmarks(frame_index=i, handedness="right", handedness_score=0.95, image_width=1280, image_height=720)
+    h = HandLandmarks(frame_index=i, handedness="right", handedness_score=0.95, image_width=1280, image_height=720,
+                      accepted=not rejection, rejection=rejection)
     h.header.stamp.sec, h.header.stamp.nanosec = int(t), int((t % 1) * 1e9)
     h.image_landmarks = [Point(x=float(a), y=float(b), z=0.0) for a, b, _ in image]
     h.world_landmarks = [Point(x=float(a), y=float(b), z=float(c)) for a, b, c in world]
@@ -119,6 +120,8 @@ def test_gesture_session_through_the_nodes(system):
             time.sleep(1 / 30)
 
     send(30)  # 1 s open palm: arms after 0.5 s
+    send(10, pinch=True, rejection="outside_image")  # a pinch the tracker's gate refused: no grip
+    assert not any(abs(c.position[5] - arm.gripper_closed) < 1e-6 for c in cmds)
     send(30, pinch=True)  # pinch: gripper closes
     wait_until(lambda: cmds and abs(cmds[-1].position[5] - arm.gripper_closed) < 1e-6, 5, "gripper closed")
     time.sleep(0.5)
@@ -131,7 +134,7 @@ def test_gesture_session_through_the_nodes(system):
     wait_until(lambda: states and json.loads(states[-1].data)["state"] == "DISABLED", 5, "fist disarms")
     seq = [json.loads(s.data)["state"] for s in states]
     runs = [s for k, s in enumerate(seq) if k == 0 or s != seq[k - 1]]
-    assert runs == ["DISABLED", "ARMED", "DISABLED"], runs
+    assert runs == ["DISABLED", "ARMED", "HOLD", "ARMED", "DISABLED"], runs   # HOLD: the refused frames
     n_cmds = len(cmds)
     # latched e-stop over the service: nothing is commanded any more, even after a fresh palm
     assert probe.call(Trigger, "/arm_teleop/estop", Trigger.Request()).success

@@ -25,7 +25,7 @@ from tracker_video_cache import FIST_FRAMES, video_landmarks  # noqa: E402
 
 @pytest.fixture(scope="module")
 def run(video_path):
-    v = video_landmarks(video_path, model_complexity=1)  # the tracker's model (issue 15)
+    v = video_landmarks(video_path)  # the tracker's model, complexity 1 (issue 15)
     arm = load_arm()
     core = TeleopCore(arm)
     outs = []

@@ -14,7 +14,10 @@ twin's *measured* joint angles) and the retargeting time.
 With ``--robot`` the twin is that robot's URDF compiled by :mod:`hand_retarget.urdf_twin` and the
 robot score uses its Kapandji site table; the HUD names the levels the hand cannot reach.
 
-Prints how often the robot's score was within +-1 of the human's (frames with human >= 3).
+Prints how often the robot's score was within +-1 of the human's (frames with human >= 3), and per
+episode of opposition (>= 3 consecutive frames with human >= 3: a thumb-fingertip pinch) the human
+and robot maxima. The tracker's frame-quality gate (:class:`hand_tracking.tracker_core.TrackerCore`)
+judges every detection first: a refused skeleton is not retargeted (the twin holds).
 """
 
 from __future__ import annotations
@@ -75,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     from hand_retarget.retarget import RetargetConfig
     from hand_tracking.landmarks import MediaPipeConfig, MediaPipeHands
     from hand_tracking.sources import VideoFileSource
+    from hand_tracking.tracker_core import TrackerCore
     from hand_twin_mujoco.render import OffscreenRenderer, RenderConfig
 
     cfg = PipelineConfig(retarget=RetargetConfig(method=args.method))
@@ -101,17 +105,25 @@ def main(argv: list[str] | None = None) -> int:
     # the tracker's own landmark model (MediaPipeConfig default, model_complexity 1): complexity 0's
     # 3-D tips stay >= 58 mm apart in a thumb-index pinch (issue 15)
     backend = MediaPipeHands(MediaPipeConfig(max_num_hands=1), mirror=False)
+    # and its frame-quality gate: a skeleton the tracker refuses (and holds) is not retargeted either
+    gate = TrackerCore()
     pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     writer = None
     dt = 1.0 / 100.0
-    target, ticks, n = None, 0, 0
+    target, ticks, n, refused = None, 0, 0, 0
     scores = []
     try:
         while (f := src.read()) is not None and (args.frames <= 0 or n < args.frames):
             hands = backend.detect(f.image)
             human, note = -1, "no hand"
-            if hands:
-                res = pipe.frame(hands[0].world, hands[0].handedness, f.media_time)
+            verdict = gate.update(hands, f.media_time, f.width, f.height)
+            if hands and not verdict.accepted:
+                refused += 1
+                note = f"held: {verdict.reason}"
+                draw_skeleton(f.image, hands[0].image)
+            elif hands:
+                res = pipe.frame(hands[0].world, hands[0].handedness, f.media_time, image=hands[0].image,
+                                 size=(f.width, f.height))
                 if res.ok:
                     target, human = res.target, res.human.score
                     note = f"{args.method}  retarget {res.retarget_ms:.1f} ms  frame {f.index}{suffix}"
@@ -145,8 +157,26 @@ def main(argv: list[str] | None = None) -> int:
     follow = float(np.mean(np.abs(s[sel, 1] - s[sel, 0]) <= 1)) if sel.any() else float("nan")
     print(f"wrote {args.out}: {n} frames{' on ' + args.robot if args.robot else ''}"
           f"{' (levels ' + ', '.join(map(str, unreachable)) + ' unreachable)' if unreachable else ''}; human Kapandji max {s[:, 0].max()}, robot max {s[:, 1].max()}; "
-          f"robot within +-1 on {follow:.1%} of {int(sel.sum())} frames with human >= 3")
+          f"robot within +-1 on {follow:.1%} of {int(sel.sum())} frames with human >= 3; "
+          f"{refused} frames refused by the tracker's quality gate")
+    for first, last in opposition_episodes(s[:, 0]):
+        h, r = s[first:last + 1, 0], s[first:last + 1, 1]
+        print(f"  frames {first}-{last}: human Kapandji max {h.max()}, robot max {r.max()}, "
+              f"robot within +-1 on {np.mean(np.abs(r - h) <= 1):.0%}")
     return 0
+
+
+def opposition_episodes(human: np.ndarray, level: int = 3, min_frames: int = 3) -> list[tuple[int, int]]:
+    """(first, last) frame of every run of >= ``min_frames`` consecutive frames with human score >= ``level``."""
+    out, start = [], None
+    for i, v in enumerate([*(np.asarray(human) >= level), False]):
+        if v and start is None:
+            start = i
+        elif not v and start is not None:
+            if i - start >= min_frames:
+                out.append((start, i - 1))
+            start = None
+    return out
 
 
 def _main() -> int:

@@ -73,3 +73,12 @@ def test_demo_on_a_short_clip(video_path, tmp_path):
     assert ok and first.shape[0] == 480
     # right half: the twin's rendering (a lit scene), not the blank placeholder
     assert first[:, first.shape[1] // 2 + 10:].mean() > 40
+
+
+def test_dex_demo_opposition_episodes():
+    from hand_bringup.dex_demo import opposition_episodes
+
+    human = np.array([0, 3, 3, 3, 0, 4, 4, 0, 5, 6, 7, 9, 2, 3, 3, 3])
+    assert opposition_episodes(human) == [(1, 3), (8, 11), (13, 15)]   # runs of >= 3 frames at >= 3
+    assert opposition_episodes(human, min_frames=2) == [(1, 3), (5, 6), (8, 11), (13, 15)]
+    assert opposition_episodes(np.zeros(5)) == []

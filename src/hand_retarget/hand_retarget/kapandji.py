@@ -19,6 +19,15 @@ A robot hand (:func:`robot_kapandji`) gives its sites by its own table
 (:attr:`hand_retarget.robot.RobotHand.kapandji_sites`: links + offsets, through its forward
 kinematics); a level the hand cannot express (no little finger: levels 6-10) has no site, a NaN
 distance, and is listed in ``unreachable``: the score is then the highest *reachable* site touched.
+
+A robot's fingers have a thickness its landmarks (joint axes, tip centres) do not show: when its
+thumb pad rests on a fingertip the two tip points stay the sum of the two phalanges' radii apart
+(the dexterous twin in MuJoCo: thumb_distal touching the middle distal, radii 8.8 + 7.4 mm, tips
+14.8 mm = 0.26 palm widths apart, more than ``touch``). ``contact`` (10,) m gives, per site, that
+centre distance at which the robot's thumb tip and the site are in contact
+(:func:`contact_distances` from a description's collision radii): a site is then also touched when
+the thumb tip is within it, in the palm plane. The human's landmarks get none (0): the ``touch``
+radius was set on them.
 """
 
 from __future__ import annotations
@@ -77,11 +86,13 @@ _DEFAULT_SITES = site_matrix()
 
 
 def kapandji(landmarks: np.ndarray, config: KapandjiConfig | None = None,
-             sites: np.ndarray | None = None) -> KapandjiResult:
+             sites: np.ndarray | None = None, contact: np.ndarray | None = None) -> KapandjiResult:
     """Kapandji score of a hand given as (21, 3) landmarks (any rigid frame, any unit).
 
     ``sites`` (10, 3), same frame: the sites themselves instead of landmark combinations; a NaN
-    row is a level the hand cannot express (see :func:`robot_kapandji`)."""
+    row is a level the hand cannot express (see :func:`robot_kapandji`). ``contact`` (10,), same
+    unit: per site the thumb-tip distance at which a robot's thumb and the site are in contact
+    (module docstring); a site within it counts as touched whatever ``touch`` says."""
     p = np.asarray(landmarks, dtype=float)
     unreachable: tuple[int, ...] = ()
     if sites is not None:
@@ -102,7 +113,10 @@ def kapandji(landmarks: np.ndarray, config: KapandjiConfig | None = None,
     d = p[THUMB_TIP] - sites
     d -= np.outer(d @ normal, normal)
     dist = np.linalg.norm(d, axis=1) / width
-    touched = np.nonzero(dist <= touch)[0]      # NaN (unreachable) never compares true
+    limit = np.full(len(SITE_NAMES), touch)
+    if contact is not None:
+        limit = np.maximum(limit, np.asarray(contact, dtype=float) / width)
+    touched = np.nonzero(dist <= limit)[0]      # NaN (unreachable) never compares true
     score = int(touched[-1] + 1) if touched.size else 0
     return KapandjiResult(score, dist, width, unreachable)
 
@@ -121,3 +135,40 @@ def robot_sites(robot, q: np.ndarray) -> np.ndarray:
 def robot_kapandji(robot, q: np.ndarray, config: KapandjiConfig | None = None) -> KapandjiResult:
     """Kapandji score of a :class:`hand_retarget.robot.RobotHand` at joint angles ``q`` (n,) rad."""
     return kapandji(robot.landmarks(q), config, robot_sites(robot, q))
+
+
+#: Per site, the landmarks whose phalanges carry it (a joint landmark sits on two; the palmar
+#: crease on none: the in-plane distance already ignores the palm's thickness along its normal).
+_SITE_LANDMARKS: tuple[tuple[int, ...], ...] = ((5, 6), (6, 7), (8,), (12,), (16,), (20,), (19,), (18,), (17,), ())
+
+
+def contact_distances(desc) -> np.ndarray:
+    """(10,) m: per Kapandji site, the distance between the thumb tip point and the site at which
+    the dexterous hand's thumb distal phalanx and the site's phalanx touch (sum of the two capsule
+    radii; the largest radius where two phalanges meet at the site). ``desc``:
+    :class:`hand_description.dex.DexHandDescription` (capsule phalanges); the site's phalanx is
+    every capsule whose axis passes within 1 mm of the site at the open pose."""
+    frames = desc.fk()
+    lm = desc.landmarks()
+    caps = []
+    for j in desc.joints:
+        for shape in desc.link_shapes(j.link):
+            if shape.kind == "capsule":
+                pos, rot = frames[j.link]
+                caps.append((pos + rot @ shape.a, pos + rot @ shape.b, float(shape.radius)))
+
+    def radius(point: np.ndarray) -> float:
+        best = 0.0
+        for a, b, r in caps:
+            ab = b - a
+            u = float(np.clip((point - a) @ ab / max(float(ab @ ab), 1e-12), 0.0, 1.0))
+            if np.linalg.norm(a + u * ab - point) <= 1e-3:
+                best = max(best, r)
+        return best
+
+    thumb = radius(lm[THUMB_TIP])
+    out = np.zeros(len(SITE_NAMES))
+    for k, idx in enumerate(_SITE_LANDMARKS):
+        if idx:
+            out[k] = thumb + radius(lm[list(idx)].mean(axis=0))
+    return out

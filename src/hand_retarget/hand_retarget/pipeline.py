@@ -5,12 +5,17 @@ landmarks (21, 3) + handedness ─► :class:`~hand_retarget.preprocess.Preproce
                                    │ robot palm frame, mirrored, calibrated, scaled
                                    ├─► human Kapandji score (on the operator's own geometry)
                                    ▼
+                     :mod:`~hand_retarget.rest_blend`: open digits -> the robot's rest landmarks
+                                   ▼  (all open: the target is the rest pose, no optimizer call)
                      :class:`~hand_retarget.retarget.Retargeter` (dex-retargeting) ─► target (20,) rad
                                    ▼  every control tick
                      :class:`~hand_retarget.safety.SafetyFilter` ─► joint command (20,) rad
 
 The robot's Kapandji score comes from :meth:`DexPipeline.robot_score` on *measured* joint angles
-(the twin's), through the description's forward kinematics.
+(the twin's), through the description's forward kinematics; for the dexterous hand a site also
+counts as touched when the thumb tip is within contact distance of it (the two phalanges' radii,
+:func:`~hand_retarget.kapandji.contact_distances`): a twin whose thumb rests on a fingertip keeps
+its tip points 13-15 mm (0.23-0.26 palm widths) apart, on the edge of the 0.25 ``touch`` radius.
 
 ``desc`` is either hand_description's DexHandDescription (``urdf_path``: its URDF) or any
 :class:`hand_retarget.robot.RobotHand` (``urdf_path`` ignored: the robot knows its URDF): joint
@@ -27,8 +32,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .kapandji import KapandjiConfig, KapandjiResult, kapandji, robot_kapandji
+from .kapandji import KapandjiConfig, KapandjiResult, contact_distances, kapandji, robot_kapandji
 from .preprocess import PreprocessConfig, Preprocessor
+from .rest_blend import RestBlendConfig, blend, blend_weights, default_windows, digit_flexions
 from .retarget import RetargetConfig, Retargeter
 from .safety import CrossingClamp, SafetyFilter, SafetyLimits, finger_geometry
 
@@ -46,6 +52,7 @@ class PipelineConfig:
     crossing_clamp: bool = True
     crossing_clearance: float = 0.0    # m across the palm; 0 = the sum of the phalanx radii
     open_pose: str = "off"             # open-hand calibration (preprocess.PreprocessConfig.open_pose)
+    rest_blend: RestBlendConfig = field(default_factory=RestBlendConfig)   # open hand -> rest pose
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.crossing_clearance) and self.crossing_clearance >= 0):
@@ -102,23 +109,47 @@ class DexPipeline:
                                    config.max_step)
         self.rest = self.robot.rest if self.robot is not None else np.zeros(len(desc.joint_names))
         self.filter = SafetyFilter(self.limits, self.rest, crossing)
+        self.contact = contact_distances(desc) if self.robot is None else None
+        # the robot's rest landmarks in the retargeting input's frame and units (the optimizer
+        # multiplies the input by ``scaling``)
+        rest_lm = self.robot.landmarks(self.rest) if self.robot is not None else np.asarray(desc.landmarks(), float)
+        self.rest_landmarks = (rest_lm - rest_lm[0]) / config.retarget.scaling
+        self._windows = config.rest_blend.windows or default_windows()
+        #: whether the rest blend runs (RestBlendConfig.enabled; None: for a URDF robot, not for dex_hand)
+        self.rest_blend = config.rest_blend.enabled if config.rest_blend.enabled is not None else self.robot is not None
+        #: per-digit blend weights of the last accepted frame (thumb..pinky), NaN before the first
+        self.last_weights = np.full(5, np.nan)
 
     @property
     def joint_names(self) -> tuple[str, ...]:
         return self.retargeter.joint_names
 
-    def frame(self, world: np.ndarray, handedness: str, t: float) -> FrameResult:
-        """Preprocess and retarget one hand's world landmarks (21, 3) m seen at ``t`` s."""
+    def frame(self, world: np.ndarray, handedness: str, t: float, image: np.ndarray | None = None,
+              size: tuple[int, int] | None = None) -> FrameResult:
+        """Preprocess and retarget one hand's world landmarks (21, 3) m seen at ``t`` s. ``image``
+        (21, 3) normalised image landmarks and ``size`` (width, height) px, when given, let the
+        rest blend read the digits' flexions on the tracker's fused skeleton (as the tracker does)."""
         pre = self.pre.process(world, handedness, t)
         if not pre.ok:
             return FrameResult(False, pre.reason)
         human = kapandji(pre.raw, self.config.kapandji)
         t0 = self._clock()
+        x = pre.landmarks
+        rb = self.config.rest_blend
+        if self.rest_blend:
+            flex = digit_flexions(world, self._windows, image, size)
+            w = blend_weights(flex, human.distances, rb, self.config.kapandji.touch)
+            self.last_weights = w
+            if np.all(w >= 1.0):   # every digit open: the target is the rest pose
+                self.retargeter.reset(self.rest)
+                return FrameResult(True, "", self.rest.copy(), human, self.rest_landmarks.copy(),
+                                   (self._clock() - t0) * 1e3)
+            x = blend(x, self.rest_landmarks, w)
         try:
-            target = self.retargeter.retarget(pre.landmarks)
+            target = self.retargeter.retarget(x)
         except ValueError as exc:
             return FrameResult(False, f"retargeting failed: {exc}", human=human)
-        return FrameResult(True, "", target, human, pre.landmarks, (self._clock() - t0) * 1e3)
+        return FrameResult(True, "", target, human, x, (self._clock() - t0) * 1e3)
 
     def tick(self, target: np.ndarray | None, dt: float) -> np.ndarray:
         """One control tick of the safety filter towards ``target`` (None/NaN holds)."""
@@ -131,4 +162,4 @@ class DexPipeline:
             return kapandji(np.full((21, 3), np.nan))
         if self.robot is not None:
             return robot_kapandji(self.robot, q, self.config.kapandji)
-        return kapandji(self.desc.landmarks(q), self.config.kapandji)
+        return kapandji(self.desc.landmarks(q), self.config.kapandji, contact=self.contact)

@@ -27,7 +27,13 @@ Steps (:class:`Preprocessor.process`):
 5. **Filtering** (1€ filter per coordinate, :class:`hand_common.filters.OneEuroFilter`), then
    **bone-length calibration** (:class:`BoneCalibrator`): median length per bone over the first
    ``calibration_time`` s (running median until then); the skeleton is rebuilt from the wrist
-   outwards with the filtered *directions* and the calibrated *lengths*.
+   outwards with the filtered *directions* and the calibrated *lengths* — of the four fingers;
+   the thumb's four bones keep this frame's (filtered) lengths. MediaPipe's world head changes
+   the thumb's bone lengths with its pose, not at random (model_complexity 1 on the shared video:
+   thumb IP-tip 30-31 mm open, 35-36 mm folded across the palm), and the thumb tip's place against
+   the fingers and the palm is what opposition (DexPilot's thumb-finger vectors, the Kapandji
+   score taken on the raw landmarks) is about: re-imposing the open hand's lengths moved the
+   folded thumb's tip 0.15 palm widths off the little finger's base it was touching.
    With ``open_pose`` the operator's *open* hand is calibrated too: the mean direction of every
    bone over the same window (the operator holds the hand open, relaxed, while calibrating) is
    turned onto the direction of the same bone in the robot's rest pose, and every later frame's
@@ -377,10 +383,11 @@ class Preprocessor:
         if self._filter is not None:
             filtered = self._filter(raw.reshape(-1), t).reshape(N_LANDMARKS, 3)
         lengths = cal.lengths
+        lengths[:4] = bone_lengths(filtered)[:4]     # the thumb keeps its own (see the module docstring)
         if cfg.open_pose and calibrating:   # running mean until the window closes, then frozen
             self._open_sum += bone_directions(raw)
             self._rotations = open_rotations(self._open_sum, self._robot_dirs)
             self._rotations[:4] = np.eye(3)     # the thumb keeps its own direction (opposition)
         rebuilt = rebuild(filtered, lengths, self._rotations if cfg.open_pose else None)
-        scale = cfg.scale if cfg.scale > 0.0 else self.robot_size / float(lengths.sum())
+        scale = cfg.scale if cfg.scale > 0.0 else self.robot_size / float(cal.lengths.sum())
         return Preprocessed(True, "", rebuilt * scale, raw, mirrored, cal.done, scale)

@@ -1,7 +1,9 @@
 """``dex_retarget``: tracked hand landmarks -> safe joint commands of the dexterous hand (lifecycle node).
 
 Subscribes ``/hand/landmarks`` (hand_msgs/HandLandmarksArray, QoS STREAM): the hand chosen by
-``hand`` (best score, or the operator's left/right hand) is preprocessed (palm frame, chirality,
+``hand`` (best score, or the operator's left/right hand) — unless the tracker's frame-quality gate
+refused it (``accepted`` false with a ``rejection`` other than ``not_followed``: a miss, the target
+holds) — is preprocessed (palm frame, chirality,
 bone-length calibration, rejection of collapsed skeletons), retargeted with dex-retargeting
 (DexPilot or vector, ``method``) onto hand_description's dexterous URDF, and becomes the safety
 filter's target. A timer at ``command_rate`` runs the safety filter (joint limits, step,
@@ -179,10 +181,19 @@ class RetargetNode(SafeLifecycleNode):
         if hand is None:
             return  # no (matching) hand in this frame: the target ages out
         self._frames += 1
+        if not hand.accepted and hand.rejection not in ("", "not_followed"):
+            # the tracker's frame-quality gate refused this skeleton (it holds its last good pose):
+            # a miss here too, the target holds and ages out after target_timeout
+            self._misses += 1
+            self._last_miss = f"refused by the tracker's quality gate ({hand.rejection})"
+            self.get_logger().warning(f"frame {hand.frame_index} {self._last_miss}", throttle_duration_sec=2.0)
+            return
         world = np.array([(p.x, p.y, p.z) for p in hand.world_landmarks], dtype=float)
+        image = np.array([(p.x, p.y, p.z) for p in hand.image_landmarks], dtype=float)
+        size = (int(hand.image_width), int(hand.image_height))
         t = stamp_seconds(hand.header.stamp) or stamp_seconds(msg.header.stamp)
-        try:
-            res = self.pipeline.frame(world, hand.handedness, t)
+        try:   # image + size: the rest blend reads flexions on the tracker's fused skeleton
+            res = self.pipeline.frame(world, hand.handedness, t, image=image, size=size)
         except ValueError as exc:  # e.g. unknown handedness label
             res = None
             reason = str(exc)

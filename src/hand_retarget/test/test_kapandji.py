@@ -5,7 +5,7 @@ import pytest
 from scipy.optimize import least_squares
 
 from hand_description import dex
-from hand_retarget.kapandji import SITE_NAMES, KapandjiConfig, kapandji, site_matrix
+from hand_retarget.kapandji import SITE_NAMES, KapandjiConfig, contact_distances, kapandji, site_matrix
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +84,59 @@ def test_the_robot_thumb_reaches_every_site(desc, site):
     res = kapandji(desc.landmarks(desc.couple(q)))
     assert res.distances[site - 1] < 0.1, f"{SITE_NAMES[site - 1]}: {res.distances[site - 1]:.3f} palm widths"
     assert res.score >= site
+
+
+def test_contact_distances_are_the_phalanx_radii(desc):
+    """Per site, thumb distal radius + the radius of the phalanx carrying the site (the palm: 0)."""
+    r = {j.link: j.radius for j in desc.joints}
+    c = contact_distances(desc)
+    assert c.shape == (10,)
+    assert c[2] == pytest.approx(r["thumb_distal"] + r["index_distal"])
+    assert c[3] == pytest.approx(r["thumb_distal"] + r["middle_distal"])
+    assert c[0] == pytest.approx(r["thumb_distal"] + r["index_proximal"])
+    assert c[6] == pytest.approx(r["thumb_distal"] + max(r["pinky_middle"], r["pinky_distal"]))
+    assert c[9] == 0.0
+    # a thumb tip outside ``touch`` but within contact distance of a site touches it
+    lm = desc.landmarks()
+    w = np.linalg.norm(lm[5] - lm[17])
+    lm[4] = lm[12] + np.array([0.0, 1.0, 0.0]) * 0.27 * w     # in the palm plane, 0.27 palm widths
+    assert kapandji(lm).score < 4
+    assert kapandji(lm, contact=np.full(10, 0.30 * w)).score == 4
+    assert kapandji(lm, contact=np.full(10, 0.20 * w)).score < 4
+
+
+def test_the_twin_pinching_the_middle_finger_scores_4(desc):
+    """The cause of issue 15's 'twin follows' regression: commanded into a thumb-middle pinch, the
+    twin's physics stops the thumb pad on the middle fingertip with the two tip points nearly the
+    sum of the phalanx radii apart; the pipeline's robot score counts that contact as a touch."""
+    from hand_description import paths
+    from hand_retarget.dex_sim import DexSim
+    from hand_retarget.pipeline import DexPipeline
+
+    names = desc.joint_names
+    free = [names.index(n) for n in names if n.startswith("thumb")]
+    free += [names.index(f"middle_{j}") for j in ("mcp_abd", "mcp", "pip")]
+
+    def residual(x):
+        q = np.zeros(20)
+        q[free] = x
+        lm = desc.landmarks(desc.couple(q))
+        return (lm[4] - lm[12]) / np.linalg.norm(lm[5] - lm[17])
+
+    x0 = 0.5 * (desc.lower[free] + desc.upper[free])
+    q = np.zeros(20)
+    q[free] = least_squares(residual, x0, bounds=(desc.lower[free], desc.upper[free])).x
+    q = desc.couple(q)
+    sim = DexSim(names)
+    sim.set_command(q)
+    assert sim.advance(1.0) is None
+    measured = sim.state().position
+    lm = desc.landmarks(measured)
+    w = np.linalg.norm(lm[5] - lm[17])
+    gap = np.linalg.norm(lm[4] - lm[12])
+    radii = contact_distances(desc)[3]
+    assert np.linalg.norm(desc.landmarks(q)[4] - desc.landmarks(q)[12]) < 0.002   # commanded: tips together
+    # measured: the pads in contact hold the tip points apart (here 12 mm = 0.21 palm widths; in the
+    # shared video's middle pinch 14.8 mm = 0.26, beyond ``touch``)
+    assert 0.6 * radii < gap < radii + 0.002, (gap, radii, gap / w)
+    assert DexPipeline(desc, str(paths.dex_urdf_path())).robot_score(measured).score == 4

@@ -74,6 +74,7 @@ class LandmarkPublisher:
         self.pub = probe.publisher(HandLandmarksArray, contract.TOPIC_LANDMARKS, contract.qos(contract.STREAM))
         self.node = probe.node
         self.world = world
+        self.rejection = ""     # the tracker's gate verdict on the published hand ('' = accepted)
         self.frame = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -92,6 +93,7 @@ class LandmarkPublisher:
             h.image_width, h.image_height = 640, 480
             h.image_landmarks = [Point(x=0.5, y=0.5, z=0.0) for _ in range(21)]
             h.world_landmarks = [Point(x=float(p[0]), y=float(p[1]), z=float(p[2])) for p in self.world]
+            h.accepted, h.rejection = not self.rejection, self.rejection
             arr = HandLandmarksArray()
             arr.header.stamp = now
             arr.hands = [h]
@@ -163,6 +165,17 @@ def test_retarget_and_twin_nodes(tmp_path, desc):
         bad[7] = np.nan
         publisher.world = bad
         wait_until(lambda: "non-finite landmark" in procs[0].output(), 5, "a rejected frame")
+        wait_until(lambda: len(cmds) > n_before + 20, 5, "commands")
+        held = np.array([m.position for m in cmds[n_before + 5:]])
+        assert np.all(np.isfinite(held)) and np.abs(held - held[-1]).max() < 0.02
+
+        # a skeleton the tracker's quality gate refused (accepted false): not retargeted, held too
+        publisher.world = publisher.world.copy()
+        publisher.world[7] = 0.0
+        publisher.rejection = "outside_image"
+        n_before = len(cmds)
+        wait_until(lambda: "refused by the tracker's quality gate (outside_image)" in procs[0].output(), 5,
+                   "a frame refused by the tracker")
         wait_until(lambda: len(cmds) > n_before + 20, 5, "commands")
         held = np.array([m.position for m in cmds[n_before + 5:]])
         assert np.all(np.isfinite(held)) and np.abs(held - held[-1]).max() < 0.02

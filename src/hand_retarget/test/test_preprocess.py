@@ -86,6 +86,26 @@ def test_bone_calibration_keeps_directions_and_takes_median_lengths(desc):
     assert np.allclose(bone_lengths(back), true)
 
 
+def test_the_thumb_keeps_its_own_bone_lengths(desc):
+    """Calibrated on one hand, then shown the same hand with a 15 % longer thumb (MediaPipe's world
+    head lengthens the thumb folded across the palm): the fingers get their calibrated lengths back,
+    the thumb tip stays where the frame put it (relative to the wrist: it is what opposition is about)."""
+    lm = desc.landmarks(desc.couple(np.full(20, 0.3)))
+    pre = Preprocessor(desc.landmarks(), PreprocessConfig(filter_min_cutoff=0.0, calibration_time=0.3,
+                                                          scale=1.0, mirror="off"))
+    for k in range(15):
+        assert pre.process(lm, "right", k / 30.0).ok
+    assert pre.calibrator.done
+    long_thumb = bone_lengths(lm) * np.r_[np.full(4, 1.15), np.ones(16)]
+    frame = rebuild(lm, bone_lengths(lm) * np.r_[np.ones(4), np.full(16, 1.1)])   # fingers 10 % off
+    frame = rebuild(frame, np.r_[long_thumb[:4], bone_lengths(frame)[4:]])
+    res = pre.process(frame, "right", 1.0)
+    assert res.ok
+    got = bone_lengths(res.landmarks)
+    assert np.allclose(got[:4], long_thumb[:4]) and np.allclose(got[4:], bone_lengths(lm)[4:])
+    assert np.allclose(res.landmarks[4], res.raw[4], atol=1e-9)
+
+
 def test_collapsed_or_occluded_skeletons_are_misses(desc):
     lm = desc.landmarks() * 1.1
     assert check_skeleton(lm) is None

@@ -1,6 +1,7 @@
-"""Acceptance on the shared video: MediaPipe landmarks (once per session, hand_tracking's cache) ->
-preprocessing -> DexPilot -> safety filter at 100 Hz -> the dexterous twin's MuJoCo physics
-(in-process, simulated time) -> Kapandji on the human and on the twin's measured joint angles."""
+"""Acceptance on the shared video: MediaPipe landmarks (once per session, hand_tracking's cache, the
+tracker's own model_complexity 1) -> preprocessing -> DexPilot -> safety filter at 100 Hz -> the
+dexterous twin's MuJoCo physics (in-process, simulated time) -> Kapandji on the human and on the
+twin's measured joint angles."""
 
 import pathlib
 import sys
@@ -19,6 +20,10 @@ pytestmark = pytest.mark.slow
 RATE = 100.0
 #: The thumb-to-little-fingertip pinch of the shared video (after index, middle and ring pinches).
 LITTLE_PINCH = range(420, 480)
+#: The four thumb-fingertip pinches (model_complexity 1: the frames where the human score is >= 3
+#: and the named fingertip is the one nearest the thumb's, 6-30 mm away; the other three >= 45 mm).
+PINCHES = {"index": (range(310, 334), 3), "middle": (range(360, 379), 4), "ring": (range(410, 427), 5),
+           "little": (range(454, 476), 6)}
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +41,8 @@ def replay(video_path):
     target, ticks = None, 0
     for i in range(n):
         if v.handedness[i]:
-            res = pipe.frame(v.world[i], v.handedness[i], float(v.media_time[i]))
+            res = pipe.frame(v.world[i], v.handedness[i], float(v.media_time[i]), image=v.image[i],
+                             size=(v.width, v.height))
             if res.ok:
                 target = res.target
                 human[i] = res.human.score
@@ -80,6 +86,18 @@ def test_the_twins_score_follows_the_humans(replay):
     assert sel.sum() >= 50
     assert follow.mean() >= 0.80
     assert r[list(LITTLE_PINCH)].max() >= 6
+
+
+@pytest.mark.parametrize("finger", PINCHES)
+def test_each_pinch_reaches_its_level_on_the_human_and_the_twin(replay, finger):
+    frames, level = PINCHES[finger]
+    h, r = replay["human"][list(frames)], replay["robot"][list(frames)]
+    nearest = np.argmin(replay["thumb_tip"][list(frames)], axis=1)
+    print(f"{finger} pinch {frames.start}-{frames.stop - 1}: human max {h.max()}, robot max {r.max()}, "
+          f"robot within +-1 on {np.mean(np.abs(r - h) <= 1):.0%}")
+    assert h.max() >= level >= 3
+    assert np.mean(nearest == list(PINCHES).index(finger)) >= 0.9
+    assert abs(int(r.max()) - int(h.max())) <= 1 and r.max() >= level
 
 
 def test_commands_stay_within_limits_and_caps(replay):

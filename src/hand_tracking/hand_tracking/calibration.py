@@ -17,6 +17,12 @@ into windows:
   ``curled`` = the fist's, but never closer to ``straight`` than ``min_joint_range`` rad. Some
   joints barely move in a fist (the thumb's CMC, a DIP held stiff); a narrower window would turn
   landmark noise into full-scale flexion, so such a joint gets the minimum window instead.
+
+Time: a capture's window is **media time**, the frames' capture stamps (a file's own timeline),
+never the wall clock: a slow unpaced file (decoding/inference slower than its frame rate) captures
+the same frames, only later. The one wall-clock decision, "the source has stopped delivering",
+is :class:`StallWatch`'s, relative to the source's own pace: a capture fails only after no frame
+for ``max(slack, pace_factor x`` the longest interval between frames seen``)``.
 """
 
 from __future__ import annotations
@@ -100,6 +106,40 @@ class PoseCapture:
                                    f"{self.frames_total} frames; hold the hand in view and retry")
         angles = self._sum / self.frames
         return CapturedPose(self.pose, angles, finger_curls(angles), self.frames, self.frames_total)
+
+
+class StallWatch:
+    """Has a capture's source stopped delivering? Decided on frame *arrivals* (wall clock, s,
+    passed in: pure and testable), relative to the source's own pace, so a slow source is never
+    taken for a stopped one.
+
+    The limit is ``max(slack, pace_factor * pace)`` s without a frame; ``pace`` = the longest
+    arrival interval seen (at construction: the source's interval before the capture began, 0 if
+    unknown), so ``slack`` only rules for a source faster than ``slack / pace_factor``.
+    ``start``: the time the capture was requested (the first wait counts from it).
+    """
+
+    def __init__(self, start: float, slack: float = 2.0, pace: float = 0.0, pace_factor: float = 10.0):
+        if not (math.isfinite(slack) and slack > 0 and math.isfinite(pace) and pace >= 0 and pace_factor >= 1):
+            raise ValueError(f"slack > 0, pace >= 0, pace_factor >= 1 required, got {slack}, {pace}, {pace_factor}")
+        self.slack, self.pace, self.pace_factor = float(slack), float(pace), float(pace_factor)
+        self.last = float(start)
+        self.frames = 0
+
+    def frame(self, now: float) -> None:
+        """A frame arrived at ``now``."""
+        if self.frames:
+            self.pace = max(self.pace, now - self.last)
+        self.last = float(now)
+        self.frames += 1
+
+    @property
+    def limit(self) -> float:
+        """s without a frame that make a stall (at the pace seen so far)."""
+        return max(self.slack, self.pace_factor * self.pace)
+
+    def stalled(self, now: float) -> bool:
+        return now - self.last > self.limit
 
 
 def capture_pose(pose: str, angles: ArrayLike) -> CapturedPose:

@@ -76,6 +76,7 @@ from hand_tracking.calibration import (
     CalibrationError,
     CapturedPose,
     PoseCapture,
+    StallWatch,
     check_pose,
     windows_from_poses,
 )
@@ -209,8 +210,12 @@ PARAMS: tuple[ParamSpec, ...] = (
               "of two frames resets the filter and drops the held pose (decided on the stamps, so a "
               "replay does the same).", range=(0.05, 60.0), live=True),
     ParamSpec("diagnostics_period", 1.0, "Period of /diagnostics messages, s.", range=(0.1, 60.0), live=True),
-    ParamSpec("calibration_duration", 1.0, "Default capture time of ~/calibrate (request "
-              "duration_s = 0), s of stream time.", range=(0.1, 30.0), live=True),
+    ParamSpec("calibration_duration", 1.0, "Default capture window of ~/calibrate (request "
+              "duration_s = 0), s of MEDIA time: counted on the frames' capture stamps (a file's own "
+              "timeline), never the wall clock, so a slow unpaced file captures the same frames, later. "
+              "A capture fails only when no frame arrives for max(2 s, 2 x frame_timeout, 10 x the "
+              "source's own frame interval) of wall time; a source that ends first answers with the "
+              "frames captured.", range=(0.1, 30.0), live=True),
     ParamSpec("calibration_min_range", 0.15, "Calibration is refused for a finger whose fist curl is "
               "not this much below its open curl, rad.", range=(MIN_WINDOW_RAD, 2.0), live=True),
     ParamSpec("calibration_min_joint_range", 0.3, "Narrowest per-joint window a calibration sets, rad.",
@@ -272,10 +277,9 @@ class _Stats:
 
 @dataclass
 class _Capture:
-    capture: PoseCapture
+    capture: PoseCapture  # its window: media time (capture stamps)
     future: Future
-    deadline: float  # monotonic s; moved forward by every frame
-    slack: float  # s without a frame after which the capture fails
+    watch: StallWatch  # fails the capture when the source stops delivering (at its own pace)
 
 
 class TrackerNode(SafeLifecycleNode):
@@ -417,6 +421,8 @@ class TrackerNode(SafeLifecycleNode):
         self._stats_period = _Stats()
         self._stats_total = _Stats()
         self._last_frame = time.monotonic()
+        self._frame_gap = 0.0       # wall s between the last two processed frames (a capture's pace)
+        self._frames_seen = 0
         self._last_diag = time.monotonic()
         self._watchdog = "ok"
         self._finished = False
@@ -590,6 +596,7 @@ class TrackerNode(SafeLifecycleNode):
             if item is None:
                 self._finished = True
                 log.info(f"{self._prefetch.name}: end of stream after {self._stats_total.frames} frames")
+                self._finish_capture(ended=True)  # no frame will come: answer with what was captured
                 return
             try:
                 self._process(item)
@@ -686,7 +693,7 @@ class TrackerNode(SafeLifecycleNode):
             cap = self._capture
             if cap is not None:
                 cap.capture.add(t, out.raw_angles)
-                cap.deadline = time.monotonic() + cap.slack
+                cap.watch.frame(t1)
         if cap is not None and cap.capture.done:
             self._finish_capture()
         t2 = time.monotonic()
@@ -695,6 +702,8 @@ class TrackerNode(SafeLifecycleNode):
         if self._watchdog == "timeout":
             self.get_logger().info("frames are back: watchdog cleared")
         self._watchdog = "ok"
+        self._frame_gap = t3 - self._last_frame if self._frames_seen else 0.0
+        self._frames_seen += 1
         self._last_frame = t3
         self._last_status, self._last_reason = out.status, out.reason
         if isinstance(out, TwoHandOutput):
@@ -793,9 +802,11 @@ class TrackerNode(SafeLifecycleNode):
             if self._capture is not None:
                 response.message = f"a {self._capture.capture.pose} capture is already running"
                 return response
-            # the deadline counts media frames: it only passes when no frame arrived for `slack` s
-            # (moved forward on every frame, see _handle), never because a slow source is slow
-            self._capture = _Capture(PoseCapture(pose, duration), future, time.monotonic() + slack, slack)
+            # the window counts media time (capture stamps); the stall watch fails the capture only
+            # when no frame arrived for max(slack, 10x the source's own frame interval), so a slow
+            # unpaced file is never "too slow" (calibration.StallWatch)
+            self._capture = _Capture(PoseCapture(pose, duration), future,
+                                     StallWatch(time.monotonic(), slack, self._frame_gap))
         self.get_logger().info(f"calibration: capturing {pose} for {duration:.2f} s")
         await future
         result = future.result()
@@ -850,8 +861,9 @@ class TrackerNode(SafeLifecycleNode):
         self.get_logger().info(f"calibration: {response.message}")
         return response
 
-    def _finish_capture(self, error: CalibrationError | None = None) -> None:
-        """Complete the running capture (any thread): with its result, or with ``error``."""
+    def _finish_capture(self, error: CalibrationError | None = None, *, ended: bool = False) -> None:
+        """Complete the running capture (any thread): with its result, or with ``error``; ``ended``:
+        the source ended before the window did (the result of the frames captured, if enough)."""
         with self._lock:
             cap, self._capture = self._capture, None
         if cap is None:
@@ -860,7 +872,7 @@ class TrackerNode(SafeLifecycleNode):
             try:
                 result = cap.capture.result()
             except CalibrationError as exc:
-                result = exc
+                result = CalibrationError(f"{exc} (the source ended)") if ended else exc
         else:
             result = error
         cap.future.set_result(result)
@@ -872,9 +884,9 @@ class TrackerNode(SafeLifecycleNode):
     def _on_timer(self) -> None:
         now = time.monotonic()
         cap = self._capture
-        if cap is not None and now > cap.deadline:
+        if cap is not None and cap.watch.stalled(now):
             self._finish_capture(CalibrationError(
-                f"{cap.capture.pose} capture: no frame arrived for {cap.slack:.1f} s "
+                f"{cap.capture.pose} capture: no frame arrived for {cap.watch.limit:.1f} s "
                 f"({cap.capture.frames_total} frames seen); is the source delivering?"))
         active = self.lifecycle_state == "active"
         timeout = float(self.get_parameter("frame_timeout").value)

@@ -11,6 +11,7 @@ from hand_common.filters import OneEuroParams
 from hand_tracking.calibration import (
     CalibrationError,
     PoseCapture,
+    StallWatch,
     capture_pose,
     windows_from_poses,
 )
@@ -42,6 +43,41 @@ def test_capture_spans_its_duration_of_stream_time():
     assert cap.done and cap.frames_total == 15 and cap.frames == 15
     np.testing.assert_allclose(cap.result().angles, OPEN)
     np.testing.assert_allclose(cap.result().curls, OPEN.reshape(5, 3).mean(1))
+
+
+def test_a_slow_unpaced_source_calibrates_on_media_time():
+    """A file read 20x slower than its frame rate (0.67 s of wall time per 1/30 s frame, a fake
+    clock: no sleeping): the tracker core and the capture run on the capture stamps, the stall watch
+    on arrivals at the source's own pace. The capture takes the same 30 frames as at full speed and
+    never times out; only a source that stops (10x its pace without a frame) stalls."""
+    fps, wall_per_frame = 30.0, 20.0 / 30.0
+    core = TrackerCore()
+    wall = 100.0
+    pre_pace = wall_per_frame            # the node's last frame interval before the call
+    cap = PoseCapture("open", 1.0)
+    watch = StallWatch(wall, slack=2.0, pace=pre_pace)
+    k = 0
+    while not cap.done:
+        for probe in np.linspace(wall, wall + wall_per_frame, 5)[1:]:   # the node's timer between frames
+            assert not watch.stalled(probe)
+        wall += wall_per_frame
+        out = core.update([hand(OPEN)], 50.0 + k / fps)    # capture stamp: media time
+        cap.add(50.0 + k / fps, out.raw_angles)
+        watch.frame(wall)
+        k += 1
+    assert cap.frames_total == cap.frames == 30 and k == 31
+    assert wall - 100.0 == pytest.approx(31 * wall_per_frame)     # 20.7 s of wall time for 1 s of media
+    np.testing.assert_allclose(cap.result().angles, joint_angles(synthetic_hand(OPEN)), atol=1e-9)
+    # the source stops: a stall only after 10x its own pace (6.7 s), not after the 2 s slack
+    assert watch.limit == pytest.approx(10 * wall_per_frame)
+    assert not watch.stalled(wall + 6.0) and watch.stalled(wall + 6.8)
+    # a fast source (30 fps) stalls after the slack
+    fast = StallWatch(0.0, slack=2.0)
+    for i in range(1, 10):
+        fast.frame(i / 30.0)
+    assert not fast.stalled(0.3 + 1.9) and fast.stalled(0.3 + 2.1)
+    with pytest.raises(ValueError):
+        StallWatch(0.0, slack=0.0)
 
 
 def test_capture_without_hand_is_rejected():

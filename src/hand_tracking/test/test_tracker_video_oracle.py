@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def lm(video_path):
-    return video_landmarks(video_path, model_complexity=1)  # the tracker's default model
+    return video_landmarks(video_path)  # the tracker's default model (1)
 
 
 def calibrate(lm, open_frames=CAL_OPEN, fist_frames=CAL_FIST):

@@ -1,11 +1,11 @@
 """MediaPipe over the shared video ONCE per test session (our 2 cores are shared).
 
 Imported by the tracker tests (``sys.path`` insert of this folder); the module-level cache makes
-every test module in one pytest process reuse the same landmarks. ``model_complexity`` 0 by default
-(kept for the consumers whose figures were measured with it); the tracker's own setting, 1 (issue
-15), with ``model_complexity=1``. Video
-mode, one hand, mirror=False (the video's camera is not mirrored), through the package's own
-VideoFileSource and MediaPipeHands backend.
+every test module in one pytest process reuse the same landmarks. ``model_complexity`` defaults to
+the tracker's own landmark model (:class:`hand_tracking.landmarks.MediaPipeConfig`'s default, 1, the
+tracker node's parameter default): every consumer (tracker, dexterous and arm paths) is tested
+on the landmarks the tracker gives (issue 15). Video mode, one hand, mirror=False (the video's
+camera is not mirrored), through the package's own VideoFileSource and MediaPipeHands backend.
 """
 
 from __future__ import annotations
@@ -45,9 +45,14 @@ class VideoLandmarks:
         return [HandObservation(self.image[i], self.world[i], self.handedness[i], float(self.scores[i]))]
 
 
-def video_landmarks(video: str | os.PathLike, model_complexity: int = 0) -> VideoLandmarks:
-    """Landmarks of every frame of ``video`` (the root conftest's ``video_path``), cached."""
-    return _landmarks(os.path.realpath(video), model_complexity)
+def video_landmarks(video: str | os.PathLike, model_complexity: int | None = None) -> VideoLandmarks:
+    """Landmarks of every frame of ``video`` (the root conftest's ``video_path``), cached;
+    ``model_complexity`` None = the tracker's default."""
+    if model_complexity is None:
+        from hand_tracking.landmarks import MediaPipeConfig
+
+        model_complexity = MediaPipeConfig().model_complexity
+    return _landmarks(os.path.realpath(video), int(model_complexity))
 
 
 @functools.lru_cache(maxsize=4)
