@@ -15,9 +15,11 @@ from hand_common.param_spec import ParamSpec as Param
 from .kapandji import KapandjiConfig
 from .pipeline import PipelineConfig
 from .preprocess import MIRROR_CHOICES, PreprocessConfig
+from .rest_blend import RestBlendConfig
 from .retarget import METHODS, RetargetConfig
 
 HAND_CHOICES = ("best", "left", "right")
+REST_BLEND_CHOICES = ("auto", "on", "off")
 
 
 RETARGET_PARAMS: tuple[Param, ...] = (
@@ -54,6 +56,15 @@ RETARGET_PARAMS: tuple[Param, ...] = (
           range=(0.0, 0.05)),
     Param("target_timeout", 0.5, "s without an accepted landmark frame before the command goes (smoothly) to the "
           "open pose", range=(0.05, 60.0), live=True),
+    Param("rest_blend", "auto", "open digits go to the robot's own rest pose (a relaxed open human hand is "
+          "curled; the robots' rest is flat): a digit reading flexion <= rest_blend_open_flexion is retargeted to "
+          "rest, one >= rest_blend_release_flexion as it is, blended between; never while the thumb touches a "
+          "Kapandji site. auto = on for a URDF robot, off for dex_hand (whose twin-follows figure it lowers)",
+          choices=REST_BLEND_CHOICES),
+    Param("rest_blend_open_flexion", 0.2, "flexion (tracker's default windows, fused skeleton) at or below "
+          "which a digit is sent to the robot's rest", range=(0.0, 0.99)),
+    Param("rest_blend_release_flexion", 0.5, "flexion at or above which a digit keeps the operator's own "
+          "geometry (> rest_blend_open_flexion)", range=(0.01, 1.0)),
     Param("kapandji_touch", 0.25, "Kapandji: a site is touched within this in-plane distance (palm widths)",
           range=(0.01, 2.0)),
     Param("measured_topic", "/dex_twin/joint_states", "measured joint states of the robot (for its Kapandji score)"),
@@ -106,6 +117,9 @@ def pipeline_config(values: dict[str, Any]) -> PipelineConfig:
         if reason:
             raise ValueError(reason)
     v = values
+    if not float(v["rest_blend_open_flexion"]) < float(v["rest_blend_release_flexion"]):
+        raise ValueError(f"rest_blend_open_flexion ({v['rest_blend_open_flexion']}) must be below "
+                         f"rest_blend_release_flexion ({v['rest_blend_release_flexion']})")
     return PipelineConfig(
         preprocess=PreprocessConfig(robot_side="left" if "left" in pathlib.Path(str(v["robot"])).name else "right", mirror=v["mirror"], calibration_time=float(v["calibration_time"]),
                                     filter_min_cutoff=float(v["filter_min_cutoff"]), filter_beta=float(v["filter_beta"]),
@@ -113,6 +127,9 @@ def pipeline_config(values: dict[str, Any]) -> PipelineConfig:
         retarget=RetargetConfig(method=v["method"], project_dist=float(v["project_dist"]),
                                 escape_dist=float(v["escape_dist"])),
         kapandji=KapandjiConfig(touch=float(v["kapandji_touch"])),
+        rest_blend=RestBlendConfig(enabled={"auto": None, "on": True, "off": False}[v["rest_blend"]],
+                                   open_flexion=float(v["rest_blend_open_flexion"]),
+                                   release_flexion=float(v["rest_blend_release_flexion"])),
         max_velocity=float(v["max_velocity"]), max_acceleration=float(v["max_acceleration"]),
         max_step=float(v["max_step"]), crossing_clamp=bool(v["crossing_clamp"]),
         crossing_clearance=float(v["crossing_clearance"]))
