@@ -13,9 +13,9 @@ bootstrap:
 test: bootstrap
 	@bash tools/run_tests.sh $(PYTEST_ARGS)
 
-# The demos run on a private DDS domain (1-101) unless ROS_DOMAIN_ID is set: other ROS programs on
-# this machine neither see nor disturb them.
-PRIVATE_DOMAIN = export ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-$$((1 + RANDOM % 101))}
+# The demos run on a private DDS domain (1-101, one no other run on this machine uses: hand_common.free_domain)
+# unless ROS_DOMAIN_ID is set: other ROS programs on this machine neither see nor disturb them.
+PRIVATE_DOMAIN = export ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-$$(python -m hand_common.free_domain)}
 
 demo: bootstrap
 	@. tools/env.sh && $(PRIVATE_DOMAIN) && python -m hand_bringup.cli demo --video "$(VIDEO)" --out "$(OUT)"

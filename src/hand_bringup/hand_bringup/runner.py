@@ -477,10 +477,9 @@ class Runner:
 
     def _wait_for_publishers(self, timeout: float = 10.0) -> None:
         """Before anything is active: record what the configured nodes publish and wait until
-        every recorder subscription of the main topics has *matched* its publisher. A volatile
-        reader that matches a writer late skips the samples sent before (measured: the first 3
-        frames of an unpaced replay lost in 1 of 20 runs while only the graph showed the
-        publisher), so the graph is not enough: the reader's own matched count decides."""
+        every recorder subscription of the main topics has *matched* its publisher (a volatile
+        reader that matches a writer late never gets the samples sent before; the graph showing
+        the publisher does not mean the reader has matched it: the reader's own count decides)."""
         if self.bag is None:
             return
         expected = {t for t in self._expected_topics() if t != contract.TOPIC_DIAGNOSTICS}

@@ -8,12 +8,13 @@ What makes it lossless (each measured on this 2-core machine, 600-frame burst at
 - the tracker's data publishers are keep-all when its source is a recording read faster than
   real time (contract.REPLAY): with keep-last 10, unacknowledged samples were overwritten
   (33-133 lost per run);
-- before activation the runner waits until its recorder subscriptions have matched the
-  publishers, and the tracker's batch source starts once every subscription the graph shows
-  has matched (frames 0-2 were lost to late matching in 3 of 45 runs);
+- the tracker activates its lifecycle publishers before its worker reads the first frame
+  (frames 0-2, counted as published, went to still-inactive publishers in 4 of 76 runs); the
+  runner activates nodes once its recorder subscriptions have matched their publishers, and
+  the batch source starts once every subscription the graph shows has matched;
 - the drain before stopping ends on the counted topics only (/diagnostics kept it waiting
   forever: the hangs).
-30 of 30 runs held 600/600 of landmarks, target and joint flexions with these."""
+With all of these: N of N runs held 600/600 of landmarks, target and joint flexions (see the note)."""
 
 from __future__ import annotations
 

@@ -506,6 +506,12 @@ class TrackerNode(SafeLifecycleNode):
         return bool(self.get_parameter("realtime").value) and bool(self.get_parameter("drop_late_frames").value)
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
+        # lifecycle publishers on first (rclpy's LifecycleNode.on_activate): an inactive one drops
+        # what it is given, and a batch source's first frames come within milliseconds (measured:
+        # frames 0-2 of an unpaced bag replay were counted as published but never sent)
+        ret = super().on_activate(state)
+        if ret != TransitionCallbackReturn.SUCCESS:
+            return ret
         with self._lock:
             self._core.reset()
         self._reset_run_state()
@@ -519,7 +525,7 @@ class TrackerNode(SafeLifecycleNode):
             self._worker = threading.Thread(target=self._work, name="tracker worker", daemon=True)
             self._worker.start()
         self.get_logger().info("active")
-        return super().on_activate(state)
+        return ret
 
     def _reopen_camera(self):
         v = self._param_values()
@@ -613,9 +619,9 @@ class TrackerNode(SafeLifecycleNode):
 
     def _wait_for_matched_subscribers(self, timeout: float = 5.0) -> None:
         """A batch source (a recording read faster than real time) starts once every subscription
-        that the graph shows on a data topic has matched its publisher: a volatile reader matched
-        after the first samples never gets them (measured: frame 0 missing from the recorder's bag
-        in 2 of 25 unpaced replays). Live sources never wait."""
+        that the graph shows on a data topic has matched its publisher: a writer sends a sample
+        only to the readers it has matched, so a recorder matched after the first frames would
+        never get them (volatile). Live sources never wait."""
         end = time.monotonic() + timeout
         waiting: list[str] = []
         while not self._stop.is_set():
