@@ -159,7 +159,19 @@ def build_twin(urdf_path: str, kp: float = 5.0, kv: float = 0.1, timestep: float
     rot = np.column_stack([x_axis, y_axis, np.cross(x_axis, y_axis)])
     quat = np.zeros(4)
     mujoco.mju_mat2Quat(quat, rot.reshape(-1))
-    spec.worldbody.add_camera(name="front", pos=(centre + 0.45 * np.cross(x_axis, y_axis)).tolist(), quat=quat.tolist())
+    # frame the whole hand: its geoms' bounding spheres (a link's origin is at its base, so the
+    # fingertip meshes reach beyond the body positions), at MuJoCo's default 45 deg vertical fovy,
+    # the horizontal half-angle taken as the vertical one (any image at least as wide as tall)
+    z_axis = np.cross(x_axis, y_axis)
+    gp, gr = data.geom_xpos, model.geom_rbound
+    lo_y, hi_y = float((gp @ y_axis - gr).min()), float((gp @ y_axis + gr).max())
+    lo_x, hi_x = float((gp @ x_axis - gr).min()), float((gp @ x_axis + gr).max())
+    front = float((gp @ z_axis + gr).max())
+    half = 0.5 * max(hi_y - lo_y, hi_x - lo_x)
+    distance = 1.1 * half / np.tan(np.radians(22.5))
+    centre = 0.5 * (lo_x + hi_x) * x_axis + 0.5 * (lo_y + hi_y) * y_axis + (centre @ z_axis) * z_axis
+    cam = centre + ((front - centre @ z_axis) + distance) * z_axis
+    spec.worldbody.add_camera(name="front", pos=cam.tolist(), quat=quat.tolist())
     spec.worldbody.add_light(pos=(centre + 0.6 * normal + 0.2 * along).tolist(), dir=(-normal).tolist())
     spec.visual.headlight.ambient = [0.35, 0.35, 0.35]
     spec.visual.headlight.diffuse = [0.6, 0.6, 0.6]
