@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -159,6 +160,10 @@ def declare_specs(node: Node, specs: Iterable[ParamSpec], *, annotate: bool = Fa
     return {s.name: declare_spec(node, s, annotate=annotate) for s in specs}
 
 
+#: s a node that was active waits after its shutdown transition before it is destroyed (see run).
+SHUTDOWN_LINGER_S = 0.3
+
+
 def run(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
     """Run one node in this process until Ctrl-C/SIGTERM; returns the process exit code.
 
@@ -192,10 +197,18 @@ def run(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
     finally:
         if isinstance(node, LifecycleNode) and node._state_machine.current_state[1] in (
                 "unconfigured", "inactive", "active"):
+            was_active = node._state_machine.current_state[1] == "active"
             try:
                 node.trigger_shutdown()
             except Exception as exc:  # noqa: BLE001
                 node.get_logger().error(f"shutdown transition failed: {exc}")
+            if was_active:
+                # the safe pose just published must leave before the participant (and the
+                # shared-memory segment holding the sample) is destroyed: a subscriber's DDS
+                # thread that has not read it yet finds it gone (measured: the Gazebo
+                # commander's final safe pose lost once under load). Fast DDS has no flush, and
+                # wait_for_all_acked took 0.8-2 s per sample here (heartbeat-paced).
+                time.sleep(SHUTDOWN_LINGER_S)
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
