@@ -63,7 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wait", type=float, default=1.0, help="s of discovery per candidate domain")
     ap.add_argument("--tries", type=int, default=8, help="candidate domains probed at most")
     a = ap.parse_args(argv)
-    domain, busy = pick(a.wait, a.tries)
+    try:
+        domain, busy = pick(a.wait, a.tries)
+    except Exception as exc:  # noqa: BLE001 - never leave the caller without an id (empty = domain 0)
+        domain, busy = random.randint(*DOMAIN_RANGE), {}
+        print(f"[free_domain] cannot probe domains ({type(exc).__name__}: {exc}): "
+              f"ROS_DOMAIN_ID {domain} picked at random", file=sys.stderr)
     for d, names in sorted(busy.items()):
         print(f"[free_domain] ROS_DOMAIN_ID {d} is in use ({', '.join(names[:5])}): skipped", file=sys.stderr)
     print(domain)

@@ -201,7 +201,8 @@ def run(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
             try:
                 node.trigger_shutdown()
             except Exception as exc:  # noqa: BLE001
-                node.get_logger().error(f"shutdown transition failed: {exc}")
+                code = 1  # the safe pose may not have gone out: the exit code says so
+                node.get_logger().error(f"shutdown transition failed: {type(exc).__name__}: {exc}")
             if was_active:
                 # the safe pose just published must leave before the participant (and the
                 # shared-memory segment holding the sample) is destroyed: a subscriber's DDS

@@ -137,17 +137,19 @@ class GzCommanderNode(SafeLifecycleNode):
         return super().on_activate(state)
 
     def _stop(self, send_safe: bool) -> None:
+        # the safe pose first: nothing that follows (tearing down subscriptions and the timer,
+        # possibly in the middle of an interrupted spin) may keep it from going out
+        if send_safe:
+            with self._lock:
+                sends = {s: h.safe_pose() for s, h in self._hands.items() if h.last_command is not None}
+            for s, out in sends.items():
+                self._send(s, out)
         for sub in self._subs:
             self.destroy_subscription(sub)
         self._subs = []
         if self._timer is not None:
             self.destroy_timer(self._timer)
             self._timer = None
-        if send_safe:
-            with self._lock:
-                sends = {s: h.safe_pose() for s, h in self._hands.items() if h.last_command is not None}
-            for s, out in sends.items():
-                self._send(s, out)
 
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
         self._stop(send_safe=True)

@@ -19,7 +19,8 @@ from .rest_blend import RestBlendConfig
 from .retarget import METHODS, RetargetConfig
 
 HAND_CHOICES = ("best", "left", "right")
-REST_BLEND_CHOICES = ("auto", "on", "off")
+#: not on/off: YAML (and so `-p name:=off`) reads those as booleans
+REST_BLEND_CHOICES = ("auto", "enabled", "disabled")
 
 
 RETARGET_PARAMS: tuple[Param, ...] = (
@@ -59,7 +60,7 @@ RETARGET_PARAMS: tuple[Param, ...] = (
     Param("rest_blend", "auto", "open digits go to the robot's own rest pose (a relaxed open human hand is "
           "curled; the robots' rest is flat): a digit reading flexion <= rest_blend_open_flexion is retargeted to "
           "rest, one >= rest_blend_release_flexion as it is, blended between; never while the thumb touches a "
-          "Kapandji site. auto = on for a URDF robot, off for dex_hand (whose twin-follows figure it lowers)",
+          "Kapandji site. auto = enabled for a URDF robot, disabled for dex_hand (whose twin-follows figure it lowers)",
           choices=REST_BLEND_CHOICES),
     Param("rest_blend_open_flexion", 0.2, "flexion (tracker's default windows, fused skeleton) at or below "
           "which a digit is sent to the robot's rest", range=(0.0, 0.99)),
@@ -127,7 +128,7 @@ def pipeline_config(values: dict[str, Any]) -> PipelineConfig:
         retarget=RetargetConfig(method=v["method"], project_dist=float(v["project_dist"]),
                                 escape_dist=float(v["escape_dist"])),
         kapandji=KapandjiConfig(touch=float(v["kapandji_touch"])),
-        rest_blend=RestBlendConfig(enabled={"auto": None, "on": True, "off": False}[v["rest_blend"]],
+        rest_blend=RestBlendConfig(enabled={"auto": None, "enabled": True, "disabled": False}[v["rest_blend"]],
                                    open_flexion=float(v["rest_blend_open_flexion"]),
                                    release_flexion=float(v["rest_blend_release_flexion"])),
         max_velocity=float(v["max_velocity"]), max_acceleration=float(v["max_acceleration"]),

@@ -54,11 +54,11 @@ def test_bringup_dex_profile_and_launch_file():
 def test_rest_blend_parameters_reach_the_pipeline_config():
     defaults = {p.name: p.default for p in RETARGET_PARAMS}
     assert pipeline_config(defaults).rest_blend.enabled is None   # auto: on for URDF robots, off for dex_hand
-    on = pipeline_config({**defaults, "rest_blend": "on", "rest_blend_open_flexion": 0.1,
+    on = pipeline_config({**defaults, "rest_blend": "enabled", "rest_blend_open_flexion": 0.1,
                           "rest_blend_release_flexion": 0.4}).rest_blend
     assert (on.enabled, on.open_flexion, on.release_flexion) == (True, 0.1, 0.4)
-    assert pipeline_config({**defaults, "rest_blend": "off"}).rest_blend.enabled is False
+    assert pipeline_config({**defaults, "rest_blend": "disabled"}).rest_blend.enabled is False
     with pytest.raises(ValueError, match="rest_blend must be one of"):
-        pipeline_config({**defaults, "rest_blend": "yes"})
+        pipeline_config({**defaults, "rest_blend": "on"})
     with pytest.raises(ValueError, match="rest_blend_open_flexion .0.5. must be below rest_blend_release_flexion"):
         pipeline_config({**defaults, "rest_blend_open_flexion": 0.5})
