@@ -20,8 +20,9 @@ SAFE_US = [1000] * 5  # config/servo_driver.yaml: safe_flexion 0 → min_pulse_u
 def board_frames(log) -> list[dict]:
     if not os.path.exists(log):
         return []
-    with open(log) as f:
-        return [e for e in map(json.loads, f) if e.get("event") == "frame"]
+    with open(log) as f:  # the board is still writing: a last line without its newline is not read yet
+        lines = [ln for ln in f if ln.endswith("\n")]
+    return [e for e in map(json.loads, lines) if e.get("event") == "frame"]
 
 
 def processes_mentioning(text: str) -> list[int]:
