@@ -484,14 +484,15 @@ class Runner:
             return
         expected = {t for t in self._expected_topics() if t != contract.TOPIC_DIAGNOSTICS}
         end = time.monotonic() + timeout
+        unmatched: set[str] = set()
         while time.monotonic() < end:
             recorded = self.record_published_topics()
-            if expected <= recorded and all(self._record_subs[t].get_publisher_count() > 0 for t in recorded
-                                            if t != contract.TOPIC_DIAGNOSTICS):
+            unmatched = {t for t in recorded if t != contract.TOPIC_DIAGNOSTICS
+                         and self._record_subs[t].get_publisher_count() == 0}
+            if expected <= recorded and not unmatched:
                 return
             time.sleep(0.02)
-        missing = sorted(t for t in expected if t not in self._record_subs or
-                         self._record_subs[t].get_publisher_count() == 0)
+        missing = sorted((expected - self.recorded) | unmatched)
         print(f"[runner] warning: the recorder matched no publisher on {missing} after {timeout:.0f} s", flush=True)
 
     def bring_down(self) -> list[str]:
@@ -564,7 +565,7 @@ class Runner:
         if self.source_finished():
             return True
         if self.cfg.video_frames and max(len(self.frames), self._recorded(contract.TOPIC_LANDMARKS)) >= \
-                self.cfg.video_frames:  # the monitor (keep-last) may skip messages of a burst; the bag may not
+                self.cfg.video_frames:  # whichever of the monitor and the bag has counted them all first
             return True
         if self.cfg.idle_stop_s and self.frames and time.time() - self.frames[-1][1] > self.cfg.idle_stop_s:
             return True
@@ -620,8 +621,7 @@ class Runner:
         last, last_change = None, time.monotonic()
         while time.monotonic() - last_change < self.DRAIN_IDLE_S and time.monotonic() - start < self.DRAIN_MAX_S:
             published = self.published_counts()
-            with self._bag_lock:
-                counts = {t: self.bag.counts.get(t, 0) for t in published}
+            counts = {t: self._recorded(t) for t in published}
             if all(counts[t] >= n for t, n in published.items()):
                 return
             if counts != last:
