@@ -123,8 +123,9 @@ def kapandji(landmarks: np.ndarray, config: KapandjiConfig | None = None,
 
 def robot_sites(robot, q: np.ndarray) -> np.ndarray:
     """(10, 3) m: the robot's Kapandji sites at joint angles ``q`` from its site table (NaN rows:
-    unreachable levels). ``robot``: :class:`hand_retarget.robot.RobotHand`."""
-    poses = robot.link_poses(q)
+    unreachable levels). ``robot``: :class:`hand_retarget.robot.RobotHand`; its ``<mimic>`` joints
+    are set from their sources first (:meth:`~hand_retarget.robot.RobotHand.couple`)."""
+    poses = robot.link_poses(robot.couple(q))
     out = np.full((len(SITE_NAMES), 3), np.nan)
     for k, site in enumerate(robot.kapandji_sites):
         if site is not None:
@@ -133,7 +134,9 @@ def robot_sites(robot, q: np.ndarray) -> np.ndarray:
 
 
 def robot_kapandji(robot, q: np.ndarray, config: KapandjiConfig | None = None) -> KapandjiResult:
-    """Kapandji score of a :class:`hand_retarget.robot.RobotHand` at joint angles ``q`` (n,) rad."""
+    """Kapandji score of a :class:`hand_retarget.robot.RobotHand` at joint angles ``q`` (n,) rad
+    (mimic joints from their equation: :meth:`~hand_retarget.robot.RobotHand.couple`)."""
+    q = robot.couple(q)
     return kapandji(robot.landmarks(q), config, robot_sites(robot, q))
 
 

@@ -22,6 +22,9 @@ its tip points 13-15 mm (0.23-0.26 palm widths) apart, on the edge of the 0.25 `
 limits come from its URDF, the crossing clamp's abduction table from its kinematics
 (:meth:`~hand_retarget.robot.RobotHand.finger_geometry`), the Kapandji sites from its site table
 (levels it cannot express are reported as ``unreachable``), the open pose from its rest pose.
+An underactuated robot's ``<mimic>`` joints follow their equation in the target (dex-retargeting's
+mimic adaptor), in every command (the safety filter's ``coupling``:
+:meth:`~hand_retarget.robot.RobotHand.couple`) and in the robot score's forward kinematics.
 """
 
 from __future__ import annotations
@@ -108,7 +111,8 @@ class DexPipeline:
         self.limits = SafetyLimits(desc.lower, desc.upper, config.max_velocity, config.max_acceleration,
                                    config.max_step)
         self.rest = self.robot.rest if self.robot is not None else np.zeros(len(desc.joint_names))
-        self.filter = SafetyFilter(self.limits, self.rest, crossing)
+        coupling = self.robot.couple if self.robot is not None and self.robot.mimic else None
+        self.filter = SafetyFilter(self.limits, self.rest, crossing, coupling)
         self.contact = contact_distances(desc) if self.robot is None else None
         # the robot's rest landmarks in the retargeting input's frame and units (the optimizer
         # multiplies the input by ``scaling``)

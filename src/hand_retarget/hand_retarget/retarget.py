@@ -28,7 +28,8 @@ through its own dex-retargeting configuration file: its type (DexPilot, vector, 
 names, target joints and human indices are used as written; only ``urdf_path`` (resolved),
 ``low_pass_alpha`` (off), ``scaling_factor`` (``scaling``: the preprocessor already scaled the
 human to the robot) and, for DexPilot, ``project_dist``/``escape_dist`` are set from here. The
-joint order is then the robot's (``RobotHand.joint_names``, the URDF's movable joints). ``position``
+joint order is then the robot's (``RobotHand.joint_names``, the URDF's movable joints; ``<mimic>`` joints by their equation, within
+their limits: :meth:`~hand_retarget.robot.RobotHand.couple`). ``position``
 (offline configs) has no fast objective.
 """
 
@@ -156,7 +157,14 @@ class Retargeter:
             self._seq.last_qpos = previous
             q = self._seq.get_qpos()
             q = self._couple_pin(q)
-        return np.asarray(q, dtype=float)[self._order]
+        q = np.asarray(q, dtype=float)[self._order]
+        couple = getattr(self.desc, "couple", None)
+        # mimic joints by the URDF's equation, inside their own limits (dex-retargeting's adaptor
+        # leaves them unclipped: Ability's q2 = 1.0585 q1 + 0.7235 passes its 2.6586 limit); nlopt's
+        # bounds are met to ~1e-5 rad only: clipped into the URDF limits
+        if couple is None:
+            return q
+        return couple(np.clip(q, self.desc.lower, self.desc.upper))
 
     def _couple_pin(self, q: np.ndarray) -> np.ndarray:
         adaptor = self._seq.optimizer.adaptor

@@ -13,12 +13,25 @@ dex-retargeting assumes; vector/position: identified by their human landmark 4, 
 each digit's chain is the URDF path from the wrist link to its tip. A missing link or joint is a
 :class:`RobotError` naming it and the file it was expected in.
 
+Digits come as the URDF gives them: 1 to 4 independent joints a digit, any number of ``<mimic>``
+joints (underactuated hands: Inspire, Ability: two joints a finger, one a mimic). A mimic joint
+follows its equation ``q = multiplier * q_source + offset`` everywhere (:meth:`RobotHand.couple`:
+the rest pose, the safety filter's commands, forward kinematics of measured angles); chains of
+mimics are resolved. The digit's four MediaPipe landmarks are its last three distinct joint
+origins and its tip; a digit with fewer distinct joint origins gets the missing ones on its last
+link, evenly between its last joint and its tip (Ability finger: q1, q2, half way to the tip, tip).
+
 :class:`RobotHand` provides what the pipeline needs, in the URDF's own frame (pinocchio's world =
 the URDF root, m):
 
 - ``joint_names`` (all movable joints, pinocchio order; mimic joints included), ``lower``/``upper``
-  (rad, from the URDF; continuous joints get +-pi), ``rest`` (q = 0 clipped into the limits: the
-  flat hand of most URDF hands; a limit where 0 is outside, e.g. Allegro's ``joint_12.0``);
+  (rad, from the URDF; continuous joints get +-pi), ``rest`` (independent joints at q = 0 clipped
+  into the limits: the flat hand of most URDF hands; a limit where 0 is outside, e.g. Allegro's
+  ``joint_12.0``, Ability's thumb rotator; mimic joints from their equation: Ability's fingers
+  rest at q2 = 0.7235 rad, not flat), ``independent`` (the joints that are not mimics);
+- :attr:`RobotHand.opposition_joints`: the thumb's independent joints that swing it across the
+  palm (axis within 45 degrees of the palm's long axis, wrist -> middle MCP: Inspire's thumb yaw,
+  Ability's rotator, Allegro's ``joint_12.0``), not flexions;
 - :meth:`RobotHand.landmarks` (21, 3): MediaPipe-ordered points from forward kinematics
   (each digit's last three distinct joint origins + its tip); a digit the hand lacks (no little
   finger) is extrapolated from its neighbours for the palm frame and flagged in ``missing``;
@@ -131,6 +144,9 @@ class RobotHand:
         self._pin_names = [self._model.names[i] for i in range(1, self._model.njoints)]
         self._q_index = [self._model.joints[self._model.getJointId(n)].idx_q for n in self.joint_names]
         self._nq_cont = {n: self._model.joints[self._model.getJointId(n)].nq for n in self.joint_names}
+        self._plan = None
+        self._mimic_index: list[int] = []
+        self._mimic_plan()
 
     @property
     def scaling(self) -> float:
@@ -139,9 +155,53 @@ class RobotHand:
 
     # ---- kinematics -------------------------------------------------------------------------
     @property
+    def independent(self) -> tuple[str, ...]:
+        """The joints that are not ``<mimic>`` joints (what the retargeting optimizer solves for)."""
+        return tuple(n for n in self.joint_names if n not in self.mimic)
+
+    def couple(self, q: np.ndarray) -> np.ndarray:
+        """(n,) rad: ``q`` with every mimic joint set from its source by the URDF's equation
+        (``multiplier * q_source + offset``, chains resolved, clipped into the mimic's limits).
+        RobotError if a mimic names a joint the hand does not move, or mimics form a cycle."""
+        out = np.array(q, dtype=float)
+        for i, src_i, mult, off in self._mimic_plan():
+            out[i] = mult * out[src_i] + off
+        if self._mimic_index:
+            idx = np.array(self._mimic_index)
+            out[idx] = np.clip(out[idx], self.lower[idx], self.upper[idx])
+        return out
+
+    def _mimic_plan(self) -> list[tuple[int, int, float, float]]:
+        """[(mimic index, independent source index, multiplier, offset)] (chains folded)."""
+        if getattr(self, "_plan", None) is None:
+            plan = []
+            for n in self.joint_names:
+                if n not in self.mimic:
+                    continue
+                src, mult, off = self.mimic[n]
+                seen = [n]
+                while src in self.mimic:
+                    if src in seen:
+                        raise RobotError(f"{self.urdf_path}: <mimic> chain {' -> '.join(seen + [src])} is a cycle")
+                    seen.append(src)
+                    s2, m2, o2 = self.mimic[src]
+                    src, mult, off = s2, mult * m2, mult * o2 + off
+                if src not in self.joint_names:
+                    raise RobotError(f"{self.urdf_path}: mimic joint '{n}' follows '{src}', which is not a movable joint")
+                plan.append((self.joint_names.index(n), self.joint_names.index(src), mult, off))
+            self._plan = plan
+            self._mimic_index = [i for i, _, _, _ in plan]
+        return self._plan
+
+    @property
     def rest(self) -> np.ndarray:
-        """(n,) rad: q = 0 clipped into the limits."""
-        return np.clip(np.zeros(len(self.joint_names)), self.lower, self.upper)
+        """(n,) rad: independent joints at q = 0 clipped into the limits, mimic joints by their equation."""
+        return self.couple(np.clip(np.zeros(len(self.joint_names)), self.lower, self.upper))
+
+    def mimic_error(self, q: np.ndarray) -> float:
+        """Largest |q_mimic - equation(q)| (rad) over the mimic joints (0.0 without any)."""
+        q = np.asarray(q, dtype=float)
+        return float(np.max(np.abs(self.couple(q) - q))) if self.mimic else 0.0
 
     def _pin_q(self, q: np.ndarray) -> np.ndarray:
         import pinocchio as pin
@@ -224,6 +284,19 @@ class RobotHand:
         ]
         return tuple(sites)
 
+    @property
+    def opposition_joints(self) -> tuple[str, ...]:
+        """The thumb's independent joints whose axis lies within 45 degrees of the palm's long axis
+        (wrist -> middle MCP, else index MCP): they rotate the thumb across the palm (opposition:
+        Inspire ``thumb_proximal_yaw_joint``, Ability ``thumb_q1``), they do not flex it."""
+        if "thumb" not in self.digits:
+            return ()
+        lm = self.landmarks()
+        along = lm[9 if "middle" in self.digits else 5] - lm[0]
+        along = along / np.linalg.norm(along)
+        return tuple(j for j in self.digits["thumb"].joints if j not in self.mimic
+                     and abs(float(self.joint_axis(j) @ along)) > math.cos(math.radians(45)))
+
     # ---- crossing clamp ---------------------------------------------------------------------
     def abduction_joints(self) -> dict[str, str]:
         """{finger: abduction joint}: the chain joint whose axis is closest to the palm normal (|cos| >
@@ -273,7 +346,7 @@ class RobotHand:
         across /= np.linalg.norm(across)
         out = []
         for d, j in self.abduction_joints().items():
-            others = [c for c in self.digits[d].joints if c != j]
+            others = [c for c in self.digits[d].joints if c != j and c not in self.mimic]
             if not others:
                 continue
             flex = others[0]            # the MCP flexion: the first other joint of the chain (LEAP: before it)
@@ -401,8 +474,16 @@ def load_robot(robot: str, method: str = "dexpilot", robot_dir: str | os.PathLik
             pts.append((link, (0.0, 0.0, 0.0)))
             last = p.copy()
         pts = pts[-3:]
+        if not chain or not any(j not in mimic for j in chain):
+            raise RobotError(f"{urdf}: the {d} chain to '{tip}' has no independent joint (needs 1 to 4)")
         if len(pts) < 3:
-            raise RobotError(f"{urdf}: the {d} chain to '{tip}' has only {len(pts)} distinct joints (3 needed)")
+            # too few distinct joint origins (an underactuated finger: two joints): the missing
+            # landmarks go on the last link, evenly between its joint and the tip (rigidly attached)
+            link = pts[-1][0]
+            lid = frames[link]
+            rel = data.oMf[lid].rotation.T @ (data.oMf[frames[tip]].translation - data.oMf[lid].translation)
+            k = 3 - len(pts)
+            pts += [(link, tuple(float(x) for x in rel * (i + 1) / (k + 1))) for i in range(k)]
         pts.append((tip, (0.0, 0.0, 0.0)))
         digits[d] = Digit(d, tip, tuple(chain), tuple(pts))
     resolved = dict(cfg)

@@ -7,7 +7,11 @@ range, jumping) into commands that are always
 - within a per-tick step cap ``|q_k - q_(k-1)| <= max_step``;
 - within a velocity cap ``|v_k| <= max_velocity`` and an acceleration cap
   ``|v_k - v_(k-1)| <= max_acceleration * dt`` (``v_k = (q_k - q_(k-1)) / dt``);
-- free of crossed fingers (:class:`CrossingClamp`), whenever that is reachable within the caps.
+- free of crossed fingers (:class:`CrossingClamp`), whenever that is reachable within the caps;
+- mimic-consistent when a ``coupling`` is given (an underactuated hand's ``<mimic>`` joints:
+  :meth:`hand_retarget.robot.RobotHand.couple`): goal and command have every mimic joint set from
+  its source by the URDF's equation after the caps, so a mimic joint moves as its source does
+  (its speed is the source's times the multiplier), never on its own.
 
 The caps assume a constant tick ``dt`` (the node's timer); a larger ``dt`` is fine, a smaller
 one after a larger one may need a tick to get back within the step cap.
@@ -28,7 +32,7 @@ shorter in the palm plane), so curling fingers may converge as much as real ones
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -173,9 +177,12 @@ def _brake_speed(distance: np.ndarray, accel: float, dt: float) -> np.ndarray:
 class SafetyFilter:
     """Stateful filter (see the module docstring). ``step(target, dt)`` once per control tick."""
 
-    def __init__(self, limits: SafetyLimits, initial: np.ndarray | None = None, crossing: CrossingClamp | None = None):
+    def __init__(self, limits: SafetyLimits, initial: np.ndarray | None = None, crossing: CrossingClamp | None = None,
+                 coupling: Callable[[np.ndarray], np.ndarray] | None = None):
+        """``coupling``: (n,) -> (n,) rad, sets the mimic joints from their sources (None: no mimic)."""
         self.limits = limits
         self.crossing = crossing
+        self.coupling = coupling
         n = limits.lower.size
         q0 = np.zeros(n) if initial is None else np.asarray(initial, dtype=float)
         self.reset(q0)
@@ -193,6 +200,8 @@ class SafetyFilter:
         mid = 0.5 * (self.limits.lower + self.limits.upper)
         q = np.where(np.isfinite(q), q, mid)
         self.q = np.clip(q, self.limits.lower, self.limits.upper)
+        if self.coupling is not None:
+            self.q = self.coupling(self.q)
         self.v = np.zeros(self.n)
         self.goal = self.q.copy()
         self.held = False
@@ -208,6 +217,8 @@ class SafetyFilter:
         goal = np.clip(t, self.limits.lower, self.limits.upper)
         if self.crossing is not None:
             goal = self.crossing.clamp(goal, self.limits.lower, self.limits.upper)
+        if self.coupling is not None:
+            goal = self.coupling(goal)
         return goal
 
     def step(self, target, dt: float) -> np.ndarray:
@@ -247,6 +258,8 @@ class SafetyFilter:
             q_lo = np.clip(q + lo * dt, lim.lower, lim.upper)
             q_hi = np.clip(q + hi * dt, lim.lower, lim.upper)
             q_new = self.crossing.clamp(q_new, q_lo, q_hi)
+        if self.coupling is not None:
+            q_new = self.coupling(q_new)
         self.v = (q_new - q) / dt
         self.q = q_new
         return q_new.copy()

@@ -3,7 +3,9 @@ files, adds what :class:`hand_retarget.dex_sim.DexSim` needs and returns the mod
 
 - meshes: every ``<mesh filename>`` is resolved against the URDF's folder (``package://pkg/`` is
   dropped) and passed with its full path (``strippath="false"``), so visual and collision meshes of
-  the same name stay apart; visual geoms are kept (``discardvisual="false"``) for rendering;
+  the same name stay apart; visual geoms are kept (``discardvisual="false"``) for rendering; a mesh
+  format MuJoCo cannot decode (glTF ``.glb``/``.gltf``, COLLADA ``.dae``: Inspire's visual meshes)
+  is converted once to STL with trimesh (cached beside the user's cache, a warning says so);
 - known URDF defects are repaired with a warning (returned in ``TwinModel.warnings``): a link with
   more than one ``<inertial>`` keeps the first; inertias violating the triangle inequality are
   balanced (``balanceinertia``);
@@ -13,7 +15,8 @@ files, adds what :class:`hand_retarget.dex_sim.DexSim` needs and returns the mod
   q_parent`` (and gets no actuator);
 - collisions are off (contype/conaffinity 0: the twin shows commands; finger crossing is kept out
   upstream by the safety filter's clamp), gravity on;
-- keyframe ``open`` (the robot's rest pose: q = 0 clipped into the limits), camera ``front``
+- keyframe ``open`` (the robot's rest pose: q = 0 clipped into the limits, mimic joints by their
+  equation), camera ``front``
   looking at the palm side of the open hand from 0.45 m, and a light.
 """
 
@@ -43,6 +46,38 @@ class TwinModel:
     warnings: list[str] = field(default_factory=list)
 
 
+#: mesh file types MuJoCo's compiler decodes
+MUJOCO_MESH_SUFFIXES = (".stl", ".obj", ".msh")
+
+
+def _converted_mesh(src: pathlib.Path) -> pathlib.Path:
+    """An STL copy of ``src`` (any format trimesh reads: glTF, COLLADA, PLY...), made once and kept in
+    ``$XDG_CACHE_HOME/hand_teleop/meshes`` (default ``~/.cache``; keyed by path, size and mtime).
+    TwinBuildError if it cannot be read."""
+    import hashlib
+    import os
+
+    st = src.stat()
+    key = hashlib.sha1(f"{src}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    cache = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "hand_teleop" / "meshes"
+    out = cache / f"{src.stem}-{key}.stl"
+    if out.is_file():
+        return out
+    try:
+        import trimesh
+
+        mesh = trimesh.load(str(src), force="mesh")
+        if mesh.is_empty:
+            raise ValueError("no triangles")
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(f".{os.getpid()}.tmp")
+        mesh.export(str(tmp), file_type="stl")
+        tmp.replace(out)
+    except Exception as exc:  # trimesh raises many types for an unreadable file
+        raise TwinBuildError(f"mesh {src} is not a format MuJoCo decodes and trimesh cannot convert it: {exc}") from exc
+    return out
+
+
 def prepared_urdf(urdf_path: str) -> tuple[str, dict[str, tuple[str, float, float]], list[str]]:
     """URDF text ready for MuJoCo's importer, its mimic table {joint: (parent, multiplier, offset)}
     and the repairs made. TwinBuildError for an unreadable file or a missing mesh."""
@@ -66,7 +101,12 @@ def prepared_urdf(urdf_path: str) -> tuple[str, dict[str, tuple[str, float, floa
         full = (path.parent / name) if not pathlib.Path(name).is_absolute() else pathlib.Path(name)
         if not full.is_file():
             raise TwinBuildError(f"mesh {full} (from {path}) does not exist")
-        mesh.set("filename", str(full.resolve()))
+        full = full.resolve()
+        if full.suffix.lower() not in MUJOCO_MESH_SUFFIXES:
+            converted = _converted_mesh(full)
+            notes.append(f"{path}: mesh {full.name} ({full.suffix}: MuJoCo has no decoder) converted to {converted}")
+            full = converted
+        mesh.set("filename", str(full))
     mimic = {}
     for j in root.iter("joint"):
         m = j.find("mimic")
@@ -115,6 +155,15 @@ def build_twin(urdf_path: str, kp: float = 5.0, kv: float = 0.1, timestep: float
         j.armature = max(float(np.asarray(j.armature).ravel()[0]), 1e-4)
         rest[j.name] = min(max(0.0, lo), hi)
     actuated = tuple(n for n in names if n not in mimic)
+    # a mimic joint rests where its equation puts it (Ability's fingers: q2 = 0.7235 at q1 = 0)
+    for child in mimic:
+        src, mult, off, seen = *mimic[child], [child]
+        while src in mimic and src not in seen:
+            seen.append(src)
+            s2, m2, o2 = mimic[src]
+            src, mult, off = s2, mult * m2, mult * o2 + off
+        lo, hi = (float(x) for x in spec.joint(child).range)
+        rest[child] = min(max(mult * rest.get(src, 0.0) + off, lo), hi)
     for n in actuated:
         j = spec.joint(n)
         a = spec.add_actuator(name=n, target=n, trntype=mujoco.mjtTrn.mjTRN_JOINT)

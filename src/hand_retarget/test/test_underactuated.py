@@ -1,0 +1,128 @@
+"""Underactuated robot hands (../shared/robots: Inspire RH56, PSYONIC Ability; two joints a finger,
+one a <mimic>) through dex-retargeting's own configuration files: digits as the URDF gives them,
+mimic joints followed by their equation (rest pose, retargeting, safety filter, robot Kapandji
+FK, the twin's equality constraints), the opposition joint recognised.
+
+Oracles: ../shared/robots/README.md (joint counts, mimic equations, Ability's q2 = 0.7235 rad at
+q1 = 0, the rotator's range -2.09...0, Inspire's thumb yaw as the opposition)."""
+
+import pathlib
+import warnings
+
+import numpy as np
+import pytest
+
+from hand_retarget.dex_sim import DexSim
+from hand_retarget.kapandji import robot_kapandji
+from hand_retarget.pipeline import DexPipeline, PipelineConfig
+from hand_retarget.retarget import RetargetConfig, Retargeter
+from hand_retarget.robot import load_robot
+
+ROBOTS = pathlib.Path(__file__).resolve().parents[4] / "shared" / "robots"
+HANDS = ("inspire_hand_right", "ability_hand_right", "inspire_hand_left", "ability_hand_left")
+
+
+@pytest.fixture(scope="module", params=HANDS)
+def robot(request):
+    if not ROBOTS.is_dir():
+        pytest.fail(f"{ROBOTS} is missing: the tests need ../shared beside the repository")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return load_robot(request.param, "dexpilot", ROBOTS)
+
+
+def _random_pose(robot, seed: int) -> np.ndarray:
+    """Independent joints uniform in the lower 70 % of their ranges (Ability's mimic q2 reaches its
+    upper limit from q1 = 1.83 rad on: the equation is clipped there), mimic joints coupled."""
+    rng = np.random.default_rng(seed)
+    q = robot.rest.copy()
+    ind = [robot.joint_names.index(j) for j in robot.independent]
+    q[ind] = rng.uniform(robot.lower[ind], robot.lower[ind] + 0.7 * (robot.upper[ind] - robot.lower[ind]))
+    return robot.couple(q)
+
+
+def test_digits_and_mimic_come_from_the_urdf(robot):
+    assert set(robot.digits) == {"thumb", "index", "middle", "ring", "pinky"} and robot.missing == ()
+    assert len(robot.independent) == 6
+    inspire = robot.name.startswith("inspire")
+    assert len(robot.joint_names) == (12 if inspire else 10)
+    for d in ("index", "middle", "ring", "pinky"):
+        joints = robot.digits[d].joints
+        assert len(joints) == 2 and joints[1] in robot.mimic and robot.mimic[joints[1]][0] == joints[0]
+    thumb = robot.digits["thumb"].joints
+    assert len(thumb) == (4 if inspire else 2)
+    lm = robot.landmarks()
+    assert lm.shape == (21, 3) and np.all(np.isfinite(lm))
+    # the four landmarks of a two-joint finger are distinct and end at its tip link
+    for d, idx in (("index", [5, 6, 7, 8]), ("pinky", [17, 18, 19, 20])):
+        assert np.min(np.linalg.norm(np.diff(lm[idx], axis=0), axis=1)) > 0.005
+        assert np.allclose(lm[idx[-1]], robot.link_poses()[robot.digits[d].tip][0])
+
+
+def test_rest_follows_the_mimic_equation(robot):
+    rest = robot.rest
+    assert robot.mimic_error(rest) == 0.0
+    assert np.all((rest >= robot.lower) & (rest <= robot.upper))
+    if robot.name.startswith("ability"):
+        # the Ability's open pose is not flat: q2 = 1.0585 * 0 + 0.7235 (README oracle)
+        assert rest[robot.joint_names.index("index_q2")] == pytest.approx(0.7235, abs=1e-3)
+        k = robot.joint_names.index("thumb_q1")
+        assert robot.lower[k] == pytest.approx(-2.0944, abs=1e-3) and rest[k] == 0.0 == robot.upper[k]
+    else:
+        assert rest[robot.joint_names.index("index_intermediate_joint")] == pytest.approx(-0.04545, abs=1e-5)
+    q = robot.couple(np.full(len(robot.joint_names), 0.5))
+    assert robot.mimic_error(q) == 0.0
+    for child, (src, mult, off) in robot.mimic.items():
+        i, j = robot.joint_names.index(child), robot.joint_names.index(src)
+        assert q[i] == pytest.approx(np.clip(mult * q[j] + off, robot.lower[i], robot.upper[i]))
+
+
+def test_the_opposition_joint_is_recognised(robot):
+    expected = "thumb_proximal_yaw_joint" if robot.name.startswith("inspire") else "thumb_q1"
+    assert robot.opposition_joints == (expected,)
+
+
+def test_retargeting_the_robots_own_pose_comes_back_mimic_consistent(robot):
+    """Fingers at random poses, the thumb at rest (away from every fingertip: DexPilot's pinch
+    prior does not pull it): the retargeted tips land on the targets, mimic joints on their equation."""
+    ret = Retargeter(robot, "", RetargetConfig(method="dexpilot", scaling=1.0))
+    thumb = [robot.joint_names.index(j) for j in robot.digits["thumb"].joints]
+    for seed in range(3):
+        q = _random_pose(robot, seed)
+        q[thumb] = robot.rest[thumb]
+        target = robot.landmarks(q)
+        for _ in range(6):
+            got = ret.retarget(target)
+        assert robot.mimic_error(got) < 1e-9
+        assert np.all(got >= robot.lower - 1e-6) and np.all(got <= robot.upper + 1e-6)   # nlopt's bounds
+        err = np.linalg.norm(robot.landmarks(got)[[4, 8, 12, 16, 20]] - target[[4, 8, 12, 16, 20]], axis=1)
+        assert err.max() < 0.012, err
+
+
+def test_safety_filter_commands_stay_mimic_consistent(robot):
+    pipe = DexPipeline(robot, "", PipelineConfig())
+    assert np.allclose(pipe.rest, robot.rest)
+    q = None
+    for seed in range(4):
+        goal = _random_pose(robot, 10 + seed)
+        goal[[robot.joint_names.index(m) for m in robot.mimic]] += 0.3   # a target violating the equation
+        for _ in range(20):
+            q = pipe.tick(goal, 0.01)
+            assert robot.mimic_error(q) < 1e-12
+            assert np.all(q >= robot.lower - 1e-12) and np.all(q <= robot.upper + 1e-12)
+    # the robot score's FK applies the equation to measured angles that drift from it
+    drifted = q.copy()
+    drifted[[robot.joint_names.index(m) for m in robot.mimic]] += 0.02
+    assert np.allclose(robot_kapandji(robot, drifted).distances, robot_kapandji(robot, q).distances, equal_nan=True)
+
+
+def test_the_twin_couples_mimic_joints_by_equality(robot):
+    sim = DexSim.for_urdf(robot.urdf_path, robot.joint_names)
+    assert sim.model.nu == 6 and sim.model.neq == len(robot.mimic)
+    assert np.abs(sim.state().position - robot.rest).max() < 1e-6
+    q = _random_pose(robot, 3)
+    sim.set_command(q)
+    assert sim.advance(1.5) is None
+    pos = sim.state().position
+    assert np.abs(pos - q).max() < 0.05
+    assert robot.mimic_error(pos) < 0.01
