@@ -20,7 +20,7 @@ data_files = [
     ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
     ("share/" + package_name, ["package.xml"] + glob("README.md")),
 ]
-for d in ['launch']:
+for d in ['launch', 'config']:
     data_files += tree(d)
 
 setup(

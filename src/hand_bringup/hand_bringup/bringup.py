@@ -66,7 +66,20 @@ PROFILES: dict[str, tuple[str, ...]] = {
     "two_hands": ("twin", "tracker"),
     "gazebo": ("gz_commander", "tracker"),  # + gz sim and ros_gz_bridge: hand_gazebo's gazebo.launch.py
     "dex": ("dex_twin", "dex_retarget", "tracker"),  # /hand/landmarks -> dexterous twin
+    # two hosts (README "Two hosts"): the computer by the robot hand runs only the actuator side,
+    # the operator's laptop (camera) only the tracker; DDS between them (runner --peer, launch peer:=)
+    "robot": ("servo_driver",),
+    "robot_twin": ("twin",),
+    "operator": ("tracker",),
 }
+
+#: The two-host profiles: robot side (actuators, started first) and operator side (camera, tracker).
+ROBOT_PROFILES = ("robot", "robot_twin")
+OPERATOR_PROFILES = ("operator",)
+
+#: Fast DDS profile for runs whose DDS reaches another host (share/hand_bringup/config/...): UDPv4
+#: only, no shared memory; quick discovery announcements. See the file's comments.
+TWO_HOST_FASTDDS_PROFILE = "config/fastdds_two_host.xml"
 
 #: Parameters a profile sets on its nodes on top of their YAML files (launch files and the runner
 #: alike; a runner ``-p`` override still wins): profile -> node key -> {parameter: value}.

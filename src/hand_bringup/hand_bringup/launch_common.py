@@ -7,10 +7,11 @@ Launch arguments shared by every profile:
   source         frame source for the tracker, e.g. ``camera:0``, ``video:/path/clip.mp4``
   <key>_params   parameter YAML per node (defaults: the package's ``config/<node>.yaml``)
   use_sim_time   passed to every node
-  headless       twin without the interactive viewer
-  discovery_range  ROS_AUTOMATIC_DISCOVERY_RANGE of the nodes (default LOCALHOST) (offscreen rendering only)
-Profile-specific: ``port`` and ``sim_board`` (hardware), ``rviz`` (rviz), ``control_mode``,
-``real_hardware``, ``allow_motion``, ``port`` and ``sim_bus`` (arm).
+  headless       twin without the interactive viewer (offscreen rendering only)
+  discovery_range  ROS_AUTOMATIC_DISCOVERY_RANGE of the nodes (default LOCALHOST)
+Profile-specific: ``port`` and ``sim_board`` (hardware, robot), ``rviz`` (rviz), ``control_mode``,
+``real_hardware``, ``allow_motion``, ``port`` and ``sim_bus`` (arm), ``peer`` and
+``fastdds_profile`` (the two-host profiles robot, robot_twin, operator).
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ from launch_ros.actions import LifecycleNode, Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
-from hand_bringup.bringup import LIFECYCLE_MANAGER_NODE, NodeSpec, profile_nodes, profile_params
+from hand_bringup.bringup import (
+    LIFECYCLE_MANAGER_NODE,
+    TWO_HOST_FASTDDS_PROFILE,
+    NodeSpec,
+    profile_nodes,
+    profile_params,
+)
 from launch import LaunchDescription
 
 
@@ -78,9 +85,10 @@ def _node(spec: NodeSpec, profile: str = "") -> LifecycleNode:
     )
 
 
-def profile_launch(profile: str, extra_arguments=(), extra_actions=()) -> LaunchDescription:
+def profile_launch(profile: str, extra_arguments=(), extra_actions=(), environment=()) -> LaunchDescription:
     """Launch description for a bringup profile: its lifecycle nodes with their YAML files, and a
-    lifecycle manager that configures and activates them in order (autostart)."""
+    lifecycle manager that configures and activates them in order (autostart). ``environment``:
+    actions (SetEnvironmentVariable) that must precede every started process."""
     specs = profile_nodes(profile)
     manager = Node(
         package="hand_bringup",
@@ -91,7 +99,8 @@ def profile_launch(profile: str, extra_arguments=(), extra_actions=()) -> Launch
         output="screen",
     )
     return LaunchDescription(
-        discovery_range() + _arguments(specs) + list(extra_arguments) + [_node(s, profile) for s in specs]
+        discovery_range() + list(environment) + _arguments(specs) + list(extra_arguments)
+        + [_node(s, profile) for s in specs]
         + list(extra_actions) + [manager]
     )
 
@@ -105,6 +114,28 @@ def discovery_range() -> list:
                               description="ROS_AUTOMATIC_DISCOVERY_RANGE of the started nodes"),
         SetEnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE", LaunchConfiguration("discovery_range")),
     ]
+
+
+def two_host_extras():
+    """``peer`` (required: the other host's address or name, several separated by ``;``) and
+    ``fastdds_profile`` (default: this package's ``config/fastdds_two_host.xml``, UDPv4 only), set as
+    ``ROS_STATIC_PEERS`` and ``FASTRTPS_DEFAULT_PROFILES_FILE`` for every process. With the default
+    ``discovery_range`` LOCALHOST, Jazzy's rmw_fastrtps clears the multicast discovery locators and
+    adds the static peers and 127.0.0.1 as initial peers: discovery reaches this host and the peers,
+    nothing else on the network."""
+    arguments = [
+        DeclareLaunchArgument("peer", description="The other host (address or name; several separated by ';'): "
+                                                  "ROS_STATIC_PEERS of the started nodes"),
+        DeclareLaunchArgument("fastdds_profile",
+                              default_value=PathJoinSubstitution([FindPackageShare("hand_bringup"),
+                                                                  TWO_HOST_FASTDDS_PROFILE]),
+                              description="Fast DDS XML profile (FASTRTPS_DEFAULT_PROFILES_FILE) of the started nodes"),
+    ]
+    actions = [
+        SetEnvironmentVariable("ROS_STATIC_PEERS", LaunchConfiguration("peer")),
+        SetEnvironmentVariable("FASTRTPS_DEFAULT_PROFILES_FILE", LaunchConfiguration("fastdds_profile")),
+    ]
+    return arguments, actions
 
 
 #: Where ``sim_board:=true`` links its pty when ``port`` is left at the real board's default: a
@@ -172,4 +203,4 @@ def rviz_extras():
     return arguments, [rsp, rviz]
 
 
-__all__ = ["profile_launch", "arm_extras", "hardware_extras", "rviz_extras"]
+__all__ = ["profile_launch", "arm_extras", "hardware_extras", "rviz_extras", "two_host_extras"]

@@ -19,6 +19,9 @@ kill -9 it opens with rosbags and lacks at most the last ``BagWriter.segment_s``
   python -m hand_bringup.runner calibrate open                              # tracker calibration
   python -m hand_bringup.runner sim --source bag:out/demo_bag -p tracker.index_curled_angle=1.4 --out out/replay
       (replay recorded /hand/landmarks through the tracker with another calibration, no camera)
+  python -m hand_bringup.runner robot --peer 192.168.1.20       # two hosts: on the robot's computer,
+  python -m hand_bringup.runner operator --peer 192.168.1.30    # then on the operator's laptop
+      (DDS reaches this host and the peers only, over UDP; see :func:`two_host_environment`)
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import Any
 
 from hand_bringup.bringup import (
     PROFILES,
+    TWO_HOST_FASTDDS_PROFILE,
     NodeSpec,
     executable_path,
     profile_nodes,
@@ -116,6 +120,27 @@ def parse_params_files(items: list[str]) -> dict[str, str]:
             raise ValueError(f"--params-file {key}: no file {path}")
         out[key] = os.path.abspath(path)
     return out
+
+
+def two_host_environment(peers: list[str], fastdds_profile: str | None = None) -> dict[str, str]:
+    """The environment of a run whose DDS graph spans this host and ``peers`` (addresses or host
+    names): ``ROS_STATIC_PEERS`` = the peers joined by ``;``, ``ROS_AUTOMATIC_DISCOVERY_RANGE`` stays
+    ``LOCALHOST`` (Jazzy's rmw_fastrtps then clears the multicast discovery locators and announces
+    the participants to 127.0.0.1 and to the static peers only: nothing else on the network is
+    contacted), and ``FASTRTPS_DEFAULT_PROFILES_FILE`` = ``fastdds_profile`` or hand_bringup's
+    ``config/fastdds_two_host.xml`` (UDPv4 only; tools/fastdds_localhost.xml would bind UDP to the
+    loopback interface only). ValueError names an empty peer, one with whitespace or ``;``, or a
+    missing profile file."""
+    if not peers:
+        raise ValueError("no peer given")
+    for peer in peers:
+        if not peer or any(c.isspace() or c == ";" for c in peer):
+            raise ValueError(f"--peer {peer!r} is not one host address or name")
+    profile = fastdds_profile or share_file("hand_bringup", TWO_HOST_FASTDDS_PROFILE)
+    if not os.path.isfile(profile):
+        raise ValueError(f"--fastdds-profile: no file {profile}")
+    return {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "ROS_STATIC_PEERS": ";".join(peers),
+            "FASTRTPS_DEFAULT_PROFILES_FILE": os.path.abspath(profile)}
 
 
 @dataclass
@@ -677,14 +702,26 @@ def run_profile(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     overrides = parse_overrides(args.param or [])
     params_files = parse_params_files(args.params_file or [])
+    if getattr(args, "peer", None):  # before any ROS participant exists (this process and its children)
+        env = two_host_environment(args.peer, args.fastdds_profile)
+        os.environ.update(env)
+        print(f"[runner] two hosts: DDS to this host and {env['ROS_STATIC_PEERS']} (ROS_STATIC_PEERS), "
+              f"ROS_DOMAIN_ID {os.environ.get('ROS_DOMAIN_ID', '0')}, Fast DDS profile "
+              f"{env['FASTRTPS_DEFAULT_PROFILES_FILE']}", flush=True)
+    elif getattr(args, "fastdds_profile", None):
+        raise ValueError("--fastdds-profile is for two-host runs: give --peer too")
     if getattr(args, "handler", None) is not None:  # e.g. demo: hand_bringup.cli passes demo.run_demo
         return args.handler(args, out, overrides, params_files)
-    source = args.source or (f"video:{os.path.abspath(args.video)}" if args.video else "camera:0")
-    overrides.setdefault("tracker", {}).setdefault("source", source)
     frames = None
-    kind, _, target = source.partition(":")
-    if overrides["tracker"].get("loop") is True:
-        kind = "looping"  # runs until Ctrl-C / --duration
+    has_tracker = "tracker" in PROFILES[args.profile]
+    if not has_tracker and (args.source or args.video):
+        raise ValueError(f"profile '{args.profile}' has no tracker: --source/--video belong to the operator side")
+    source = args.source or (f"video:{os.path.abspath(args.video)}" if args.video else "camera:0")
+    kind, _, target = source.partition(":") if has_tracker else ("", "", "")
+    if has_tracker:
+        overrides.setdefault("tracker", {}).setdefault("source", source)
+        if overrides["tracker"].get("loop") is True:
+            kind = "looping"  # runs until Ctrl-C / --duration
     if kind == "video":
         frames = _video_frame_count(target)
     elif kind == "bag":
@@ -780,6 +817,12 @@ def build_parser(handlers: dict[str, Any] | None = None) -> argparse.ArgumentPar
         s.add_argument("--no-record", action="store_true", help="do not write a bag")
         s.add_argument("--no-sim-board", action="store_true", help="hardware: use a real board at servo_driver.port")
         s.add_argument("--duration", type=float, help="stop after this many seconds")
+        s.add_argument("--peer", action="append", metavar="HOST",
+                       help="two hosts: the other host's address or name (repeatable); DDS then reaches this "
+                            "host and the peers only, over UDP (ROS_STATIC_PEERS; use the same ROS_DOMAIN_ID "
+                            "on both hosts; see the hand_bringup README, 'Two hosts')")
+        s.add_argument("--fastdds-profile", metavar="FILE",
+                       help="with --peer: Fast DDS XML profile instead of hand_bringup's fastdds_two_host.xml")
         s.set_defaults(func=run_profile, profile=profile, handler=handlers.get(profile))
     s = sub.add_parser("param", help="set a parameter on a running node (= ros2 param set)")
     s.add_argument("node"), s.add_argument("name"), s.add_argument("value")

@@ -141,7 +141,8 @@ def _console_scripts(package: str) -> dict[str, str]:
 
 LAUNCH_FILES = {"sim.launch.py": "sim", "rviz.launch.py": "rviz", "hardware.launch.py": "hardware",
                 "two_hands.launch.py": "two_hands", "arm.launch.py": "arm", "dex.launch.py": "dex",
-                "gazebo.launch.py": "gazebo"}
+                "gazebo.launch.py": "gazebo", "robot.launch.py": "robot", "robot_twin.launch.py": "robot_twin",
+                "operator.launch.py": "operator"}
 
 
 def test_every_installed_launch_file_is_checked():
@@ -158,10 +159,17 @@ def test_launch_file_names_real_executables_and_files(launch_file):
     nodes = [e for e in entities if e.kind in ("Node", "LifecycleNode")]
     lifecycle = [n for n in nodes if n.kind == "LifecycleNode"]
     # DDS stays on this machine unless the user asks otherwise (discovery_range:=SUBNET)
-    (env,) = [e for e in entities if e.kind == "SetEnvironmentVariable"]
-    assert env.kw["name"] == "ROS_AUTOMATIC_DISCOVERY_RANGE"
+    envs = {e.kw["name"]: e for e in entities if e.kind == "SetEnvironmentVariable"}
+    env = envs["ROS_AUTOMATIC_DISCOVERY_RANGE"]
     assert defaults[env.kw["value"].kw["variable_name"]] == "LOCALHOST"
-    assert entities.index(env) < min(entities.index(n) for n in nodes)
+    assert all(entities.index(e) < min(entities.index(n) for n in nodes) for e in envs.values())
+    two_host = LAUNCH_FILES[launch_file] in bringup.ROBOT_PROFILES + bringup.OPERATOR_PROFILES
+    assert set(envs) == ({"ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_STATIC_PEERS", "FASTRTPS_DEFAULT_PROFILES_FILE"}
+                         if two_host else {"ROS_AUTOMATIC_DISCOVERY_RANGE"})
+    if two_host:  # peer:= is required (no default); the Fast DDS profile is the installed UDP-only one
+        assert envs["ROS_STATIC_PEERS"].kw["value"].kw["variable_name"] == "peer" and args["peer"] is None
+        profile = defaults[envs["FASTRTPS_DEFAULT_PROFILES_FILE"].kw["value"].kw["variable_name"]]
+        assert os.path.isfile(profile) and profile.endswith(bringup.TWO_HOST_FASTDDS_PROFILE)
     # the launch file starts exactly its bringup profile's lifecycle nodes, with the table's names
     expected = bringup.profile_nodes(LAUNCH_FILES[launch_file])
     assert [(n.kw["package"], n.kw["executable"], n.kw["name"]) for n in lifecycle] == \
