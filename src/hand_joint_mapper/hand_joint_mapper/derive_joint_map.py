@@ -6,23 +6,34 @@
 
 What it guesses, and prints (every guess is also a comment in the YAML):
 
-1. **Chains**: every leaf link below at least two movable joints is a digit tip; its chain is the
-   movable joints from the root to it; the fingers are ordered across the palm starting
-   next to the thumb: index, middle, ring, pinky (a 4-digit hand has no pinky).
-2. **Palm**: plane of the root and the fingers' first joints; its centre (mean of those points)
-   is what "closing" approaches. The **thumb** is the chain whose removal leaves the other chains'
-   bases most nearly in a row (not the one nearest the root: roots sit anywhere).
-3. **Kind of joint by axis** (at the rest pose): a finger joint whose axis is within 45 degrees of
+1. **Palm and wrist**: walking the joint tree down from the root, the movable joints passed while
+   the tree does not branch (a wrist, a forearm: one joint below the other) are **wrist/forearm
+   joints**, left unmapped at rest; the link where the tree branches into digits is the **palm**.
+2. **Chains**: each branch below the palm is a digit; its tip is the link farthest out on its
+   longest path (fixed tip links included); its chain is the movable joints from the palm to it.
+   A hand needs a thumb and >= 2 fingers (3 branches). The fingers are ordered across the palm
+   starting next to the thumb: index, middle, ring, pinky (a 4-digit hand has no pinky).
+3. **Palm plane**: plane of the palm link's origin and the fingers' first joints; its centre (mean
+   of those points) is what "closing" approaches. The **thumb** is the chain whose removal leaves
+   the other chains' bases most nearly in a row (not the one nearest the root: roots sit anywhere).
+4. **Kind of joint by axis** (at the rest pose): a finger joint whose axis is within 45 degrees of
    the palm normal is an **abduction**, within 45 degrees of the finger's direction a **twist**;
-   both are left unmapped (published at rest: the flexion contract has no abduction). The other
-   joints are **flexions**, mapped in chain order to MCP, PIP, DIP (thumb: the last three to CMC,
-   MCP, IP); surplus flexions are left unmapped.
-4. **Closing direction**: the limit at which the digit's tip is nearer the palm centre (all other
-   joints at rest; continuous joints: +-1 rad); ``closed`` = that limit.
-5. **Open**: ``open: <rest>`` with rest = 0 clipped into the limits (a flat URDF hand is open at
+   both are left unmapped (published at rest: the flexion contract has no abduction). A thumb
+   joint whose axis is within 45 degrees of the palm's long axis (palm -> finger bases) is the
+   **opposition** (Inspire's thumb yaw, Ability's rotator): it swings the thumb across the palm and
+   is driven by ``thumb_cmc`` when the thumb has fewer than three flexions besides it, else left at
+   rest. The other joints are **flexions**, mapped in chain order to MCP, PIP, DIP (thumb: the last
+   three to CMC, MCP, IP); surplus flexions are left unmapped.
+5. **Closing direction**: the limit at which the digit's tip is nearer the palm centre (all other
+   joints at rest, mimic joints by their equation; continuous joints: +-1 rad); ``closed`` = that
+   limit.
+6. **Open**: ``open: <rest>`` with rest = 0 clipped into the limits (a flat URDF hand is open at
    q = 0, which is usually *not* a limit).
-6. ``<mimic>`` joints get no row (the mapper follows their equation); continuous joints get
-   ``bounds`` of +-pi/2 around rest (a guess, printed).
+7. ``<mimic>`` joints get no row (the mapper follows their equation, and so does every forward
+   kinematics here: Ability's fingers rest at q2 = 0.7235); continuous joints get ``bounds`` of
+   +-pi/2 around rest (a guess, printed).
+
+A file that is not well-formed XML, or not a URDF pinocchio can read, is a one-line error (exit 2).
 """
 
 from __future__ import annotations
@@ -50,6 +61,10 @@ class Derived:
     notes: list[str] = field(default_factory=list)
     chains: dict[str, list[str]] = field(default_factory=dict)
     tips: dict[str, str] = field(default_factory=dict)
+    wrist: list[str] = field(default_factory=list)       # joints above the palm (left at rest)
+    palm: str = ""                                       # the link where the digits branch
+    centre: np.ndarray | None = None                     # palm centre at rest (m, root frame)
+    opposition: list[str] = field(default_factory=list)
 
 
 class _Kin:
@@ -57,8 +72,12 @@ class _Kin:
         import pinocchio as pin
 
         self.pin = pin
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            self.model = pin.buildModelFromUrdf(urdf)
+        self.mimic = _mimic_joints(urdf)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                self.model = pin.buildModelFromUrdf(urdf)
+        except (RuntimeError, ValueError) as exc:
+            raise ValueError(f"{urdf}: pinocchio cannot read it as a URDF: {str(exc).strip().splitlines()[0]}") from None
         self.data = self.model.createData()
         m = self.model
         self.names = [m.names[i] for i in range(1, m.njoints)]
@@ -70,11 +89,24 @@ class _Kin:
             if self.continuous[n] or not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo > 1e6:
                 lo, hi = -math.pi, math.pi
             self.lower[n], self.upper[n] = lo, hi
-        self.rest = {n: min(max(0.0, self.lower[n]), self.upper[n]) for n in self.names}
+        self.rest = self.coupled({n: min(max(0.0, self.lower[n]), self.upper[n]) for n in self.names})
+
+    def coupled(self, values: dict[str, float]) -> dict[str, float]:
+        """``values`` with every mimic joint set by its equation (chains resolved, clipped to its limits)."""
+        out = dict(values)
+        for n, (src, mult, off) in self.mimic.items():
+            seen = [n]
+            while src in self.mimic and src not in seen:
+                seen.append(src)
+                s2, m2, o2 = self.mimic[src]
+                src, mult, off = s2, mult * m2, mult * o2 + off
+            if n in self.lower and src in out:
+                out[n] = min(max(mult * out[src] + off, self.lower[n]), self.upper[n])
+        return out
 
     def q(self, values: dict[str, float]) -> np.ndarray:
         x = self.pin.neutral(self.model)
-        for n, v in {**self.rest, **values}.items():
+        for n, v in self.coupled({**self.rest, **values}).items():
             j = self.model.joints[self.model.getJointId(n)]
             if j.nq == 2:
                 x[j.idx_q], x[j.idx_q + 1] = math.cos(v), math.sin(v)
@@ -98,39 +130,84 @@ class _Kin:
         return p, w / np.linalg.norm(w)
 
 
-def _mimic_joints(urdf: str) -> set[str]:
+def _mimic_joints(urdf: str) -> dict[str, tuple[str, float, float]]:
+    """{mimic joint: (source, multiplier, offset)}. ValueError (one line) for malformed XML."""
     import xml.etree.ElementTree as ET
 
-    return {j.get("name") for j in ET.parse(urdf).getroot().iter("joint") if j.find("mimic") is not None}
+    try:
+        root = ET.parse(urdf).getroot()
+    except ET.ParseError as exc:
+        raise ValueError(f"{urdf} is not well-formed XML: {exc}") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read {urdf}: {exc.strerror or exc}") from None
+    if root.tag != "robot":
+        raise ValueError(f"{urdf}: root element is <{root.tag}>, expected <robot>")
+    out = {}
+    for j in root.iter("joint"):
+        m = j.find("mimic")
+        if m is not None:
+            try:
+                out[j.get("name")] = (m.get("joint"), float(m.get("multiplier", 1.0)), float(m.get("offset", 0.0)))
+            except ValueError:
+                raise ValueError(f"{urdf}: joint '{j.get('name')}' has a non-numeric <mimic>") from None
+    return out
 
 
 def derive(urdf: str) -> Derived:
     """The rows and the guesses for ``urdf`` (see the module docstring). ValueError if no hand is found."""
     kin = _Kin(urdf)
     pin, m = kin.pin, kin.model
-    mimic = _mimic_joints(urdf)
+    mimic = kin.mimic
     out = Derived()
-    # per chain base (first movable joint below the root), the body farthest out on the longest chain
     rest_pos = kin.frames()
+    children: dict[int, list[int]] = {j: [] for j in range(m.njoints)}
+    for j in range(1, m.njoints):
+        children[m.parents[j]].append(j)
+    # 1. down from the root while the tree does not branch: wrist / forearm joints
+    palm_joint, wrist = 0, []
+    while len(children[palm_joint]) == 1:
+        palm_joint = children[palm_joint][0]
+        wrist.append(m.names[palm_joint])
+    bodies = [f for f in m.frames if f.type == pin.FrameType.BODY]
+    palm = next((f.name for f in bodies if f.parentJoint == palm_joint), bodies[0].name if bodies else "")
+    kin.frames()          # oMi at rest
+    root = kin.data.oMi[palm_joint].translation.copy() if palm_joint else np.zeros(3)
+    out.wrist, out.palm = list(wrist), palm
+    if wrist:
+        out.notes.append(f"wrist/forearm: {', '.join(wrist)} above the palm (the tree does not branch there): "
+                         "unmapped, at rest")
+    out.notes.append(f"palm: link '{palm}', where the tree branches into {len(children[palm_joint])} chains")
+
+    # 2. one digit per branch: the body farthest out on the branch's longest path
+    def subtree(j: int) -> list[int]:
+        todo, got = [j], []
+        while todo:
+            k = todo.pop()
+            got.append(k)
+            todo += children[k]
+        return got
+
     by_base: dict[str, tuple[str, list[str]]] = {}
-    best: dict[str, tuple[int, float]] = {}
-    for f in m.frames:
-        if f.type != pin.FrameType.BODY:
+    for c in children[palm_joint]:
+        below = set(subtree(c))
+        best, best_key = None, None
+        for f in bodies:
+            if f.parentJoint not in below:
+                continue
+            jid, chain = f.parentJoint, []
+            while jid != palm_joint:
+                chain.append(m.names[jid])
+                jid = m.parents[jid]
+            key = (len(chain), float(np.linalg.norm(rest_pos[f.name] - kin.joint_pos_axis(m.names[c])[0])))
+            if best_key is None or key > best_key:
+                best, best_key = (f.name, chain[::-1]), key
+        if best is None or all(j in mimic for j in best[1]):
+            out.notes.append(f"branch at joint {m.names[c]}: no independent joint, not a digit")
             continue
-        jid, chain = f.parentJoint, []
-        while jid != 0:
-            chain.append(m.names[jid])
-            jid = m.parents[jid]
-        chain = [c for c in chain[::-1] if c not in mimic]
-        if len(chain) < 2:
-            continue
-        key = (len(chain), float(np.linalg.norm(rest_pos[f.name] - kin.joint_pos_axis(chain[0])[0])))
-        if chain[0] not in best or key > best[chain[0]]:
-            best[chain[0]] = key
-            by_base[chain[0]] = (f.name, chain)
+        by_base[m.names[c]] = best
     if len(by_base) < 3:
-        raise ValueError(f"{urdf}: found {len(by_base)} digit chains (need a thumb and >= 2 fingers)")
-    root = np.zeros(3)
+        raise ValueError(f"{urdf}: found {len(by_base)} digit chains where the tree branches (at link '{palm}'"
+                         f"{', below wrist joints ' + ', '.join(wrist) if wrist else ''}); need a thumb and >= 2 fingers")
     base_pos = {b: kin.joint_pos_axis(b)[0] for b in by_base}
 
     def line_residual(points: list[np.ndarray]) -> float:
@@ -155,19 +232,27 @@ def derive(urdf: str) -> Derived:
         out.notes.append(f"{len(finger_bases)} finger chains; only the 4 nearest the thumb are mapped")
         finger_bases = finger_bases[:4]
     digits = {"thumb": by_base[thumb_base]} | {FINGERS[k]: by_base[b] for k, b in enumerate(finger_bases)}
-    out.notes.append(f"palm: root + finger bases, centre {np.round(centre * 1e3, 1).tolist()} mm; thumb = the chain "
+    out.notes.append(f"palm plane: palm origin + finger bases, centre {np.round(centre * 1e3, 1).tolist()} mm; thumb = the chain "
                      f"off the row of the other chains' bases ({thumb_base}); fingers across the palm from the thumb side: "
                      + ", ".join(f"{d}={tip}" for d, (tip, _) in digits.items() if d != "thumb"))
     if len(finger_bases) < 4:
         out.notes.append(f"no {', '.join(FINGERS[len(finger_bases):])}: those human joints drive nothing")
+    along = centre - root
+    along = along / np.linalg.norm(along) if np.linalg.norm(along) > 1e-9 else np.zeros(3)
+    out.centre = centre
     for digit, (tip, chain) in digits.items():
         out.chains[digit], out.tips[digit] = chain, tip
         tip_rest = rest_pos[tip]
         direction = tip_rest - kin.joint_pos_axis(chain[0])[0]
         direction /= np.linalg.norm(direction)
-        flex = []
+        flex, opposition = [], []
         for j in chain:
+            if j in mimic:
+                continue
             _, axis = kin.joint_pos_axis(j)
+            if digit == "thumb" and abs(float(axis @ along)) > math.cos(math.radians(45)):
+                opposition.append(j)
+                continue
             if digit != "thumb" and abs(float(axis @ normal)) > math.cos(math.radians(45)):
                 out.notes.append(f"{j} ({digit}): axis within 45 deg of the palm normal -> abduction, unmapped (rest)")
                 continue
@@ -176,6 +261,15 @@ def derive(urdf: str) -> Derived:
                 continue
             flex.append(j)
         humans = THUMB_JOINTS if digit == "thumb" else FINGER_JOINTS
+        out.opposition += opposition
+        for k, j in enumerate(opposition):
+            if k == 0 and len(flex) < 3:
+                out.notes.append(f"{j} (thumb): axis within 45 deg of the palm's long axis -> opposition (swings the "
+                                 f"thumb across the palm), driven by thumb_cmc (the thumb has {len(flex)} flexions besides it)")
+                flex.insert(0, j)
+            else:
+                out.notes.append(f"{j} (thumb): axis within 45 deg of the palm's long axis -> opposition, unmapped (rest): "
+                                 "the thumb has three flexions besides it")
         if digit == "thumb" and len(flex) > 3:
             out.notes.append(f"thumb has {len(flex)} flexion-like joints; {flex[0]} (the first) is left unmapped "
                              "at rest, the last three drive cmc, mcp, ip")

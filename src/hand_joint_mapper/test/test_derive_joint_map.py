@@ -73,3 +73,60 @@ def test_published_joint_states_stay_within_limits(derived):
         msg.header.stamp.sec = k + 1
         checker.check_msg(msg)
     assert checker.report.ok, checker.report.summary()
+
+
+# ---- any hand tree (issue 24): underactuated hands, a wrist above the palm, malformed files ----
+from hand_joint_mapper.derive_check import check, leap_with_wrist  # noqa: E402
+
+TREES = {"inspire_right": ROBOTS / "inspire_hand" / "inspire_hand_right.urdf",
+         "inspire_left": ROBOTS / "inspire_hand" / "inspire_hand_left.urdf",
+         "ability_right": ROBOTS / "ability_hand" / "ability_hand_right.urdf",
+         "ability_left": ROBOTS / "ability_hand" / "ability_hand_left.urdf"}
+
+
+@pytest.mark.parametrize("name", sorted(TREES) + ["leap", "allegro"])
+def test_flexion_0_rest_1_closed_within_limits_and_mimic_consistent(name):
+    """The acceptance figures of derive_check on every shared hand: flexion 0 -> every tip within
+    5 mm of rest, 1 -> every tip >= 40 % closer to the palm centre, the sweep -0.2..1.2 within the
+    URDF limits with every <mimic> on its equation."""
+    r = check(str({**TREES, **URDFS}[name]))
+    print(f"{name}: open {np.round(r.open_mm, 2)} mm, closed/rest {np.round(r.closed_ratio, 2)}")
+    assert r.open_mm.max() <= 5.0 and r.closed_ratio.max() <= 0.6
+    assert r.limit_excess <= 1e-9 and r.mimic_error <= 1e-9
+    assert len(r.digits) == (5 if name in TREES else 4)
+
+
+def test_underactuated_hands_map_the_independent_joints_and_the_opposition():
+    d = derive(str(TREES["ability_right"]))
+    assert {r["joint"] for r in d.rows} == {"thumb_q1", "thumb_q2", "index_q1", "middle_q1", "ring_q1", "pinky_q1"}
+    assert d.opposition == ["thumb_q1"]
+    row = next(r for r in d.rows if r["joint"] == "thumb_q1")
+    assert row["human"] == "thumb_cmc" and row["open"] == 0.0 and row["closed"] == "lower"   # q = 0 is its upper limit
+    assert any("index_q2: <mimic>" in n for n in d.notes)
+    d = derive(str(TREES["inspire_right"]))
+    assert d.opposition == ["thumb_proximal_yaw_joint"]
+    assert {r["human"] for r in d.rows} == {"thumb_cmc", "thumb_mcp", "index_mcp", "middle_mcp", "ring_mcp", "pinky_mcp"}
+
+
+def test_wrist_joints_above_the_palm_stay_at_rest(tmp_path, capsys):
+    urdf = leap_with_wrist(URDFS["leap"], tmp_path / "leap_wrist.urdf")
+    d = derive(str(urdf))
+    assert d.wrist == ["wrist_flexion", "wrist_deviation"] and d.palm == "base"
+    assert d.tips == derive(str(URDFS["leap"])).tips
+    assert not {r["joint"] for r in d.rows} & set(d.wrist)
+    r = check(str(urdf))
+    assert r.wrist == ("wrist_flexion", "wrist_deviation") and r.wrist_moved == 0.0 and r.ok
+    assert main([str(urdf), "-o", str(tmp_path / "m.yaml")]) == 0
+    assert "guess: wrist/forearm: wrist_flexion, wrist_deviation above the palm" in capsys.readouterr().err
+
+
+def test_malformed_xml_is_a_one_line_error(tmp_path, capsys):
+    bad = tmp_path / "bad.urdf"
+    bad.write_text('<robot name="x"><link name="a"></robot>')
+    assert main([str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("derive_joint_map: error:") and "not well-formed XML" in err and "Traceback" not in err
+    one = tmp_path / "one.urdf"
+    one.write_text('<robot name="x"><link name="a"/></robot>')
+    assert main([str(one)]) == 2
+    assert "found 0 digit chains" in capsys.readouterr().err
