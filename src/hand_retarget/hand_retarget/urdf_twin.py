@@ -16,8 +16,9 @@ files, adds what :class:`hand_retarget.dex_sim.DexSim` needs and returns the mod
 - collisions are off (contype/conaffinity 0: the twin shows commands; finger crossing is kept out
   upstream by the safety filter's clamp), gravity on;
 - keyframe ``open`` (the robot's rest pose: q = 0 clipped into the limits, mimic joints by their
-  equation), camera ``front``
-  looking at the palm side of the open hand from 0.45 m, and a light.
+  equation), camera ``front`` looking at the palm side of the open hand and framing the hand only
+  (:func:`hand_bodies`: the palm, where the tree branches into digits, and the digits; a forearm or
+  wrist above the palm is left out of the frame), and a light.
 """
 
 from __future__ import annotations
@@ -121,6 +122,36 @@ def prepared_urdf(urdf_path: str) -> tuple[str, dict[str, tuple[str, float, floa
     return ET.tostring(root, encoding="unicode"), mimic, notes
 
 
+def hand_bodies(model: mujoco.MjModel) -> np.ndarray:
+    """Body ids of the hand: the palm (the body where the kinematic tree branches into two or more
+    subtrees with joints, found walking down from the world while only one subtree has joints: the
+    wrist and forearm bodies above it are passed) and every body below it. Palm first. A model
+    that never branches (a single chain) is all hand: the world's first body and below."""
+    n = model.nbody
+    kids: list[list[int]] = [[] for _ in range(n)]
+    for b in range(1, n):
+        kids[int(model.body_parentid[b])].append(b)
+    jointed = np.zeros(n, dtype=bool)
+    for b in range(n - 1, 0, -1):          # children have larger ids than their parent
+        jointed[b] = jointed[b] or model.body_jntnum[b] > 0
+        jointed[int(model.body_parentid[b])] |= jointed[b]
+    palm = 0
+    while True:
+        moving = [k for k in kids[palm] if jointed[k]]
+        if len(moving) != 1:
+            break
+        palm = moving[0]
+    if palm == 0 or not any(jointed[k] for k in kids[palm]):
+        # no branching (a single chain: a gripper, a test linkage): the whole model is the hand
+        palm = kids[0][0] if kids[0] else 0
+    out, todo = [], [palm]
+    while todo:
+        b = todo.pop(0)
+        out.append(b)
+        todo += kids[b]
+    return np.array(out, dtype=int)
+
+
 def build_twin(urdf_path: str, kp: float = 5.0, kv: float = 0.1, timestep: float = 0.001) -> TwinModel:
     """Compile ``urdf_path`` into a twin (see the module docstring). TwinBuildError on failure."""
     text, mimic, notes = prepared_urdf(urdf_path)
@@ -182,12 +213,13 @@ def build_twin(urdf_path: str, kp: float = 5.0, kv: float = 0.1, timestep: float
     for n, v in rest.items():
         data.qpos[model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n)]] = v
     mujoco.mj_forward(model, data)
-    pts = data.xpos[1:]
+    hand = hand_bodies(model)
+    pts = data.xpos[hand]
     centre = 0.5 * (pts.min(axis=0) + pts.max(axis=0))
     spread = pts - pts.mean(axis=0)
     _, _, vt = np.linalg.svd(spread, full_matrices=False)
     along, across, normal = vt[0], vt[1], vt[2]
-    root_pos = data.xpos[1]
+    root_pos = data.xpos[hand[0]]
     if float((pts.mean(axis=0) - root_pos) @ along) < 0:
         along = -along
     # palmar side: where the fingertips go when every actuated joint moves a little towards its upper limit
@@ -199,7 +231,7 @@ def build_twin(urdf_path: str, kp: float = 5.0, kv: float = 0.1, timestep: float
     d1 = mujoco.MjData(model)
     d1.qpos[:] = q1
     mujoco.mj_forward(model, d1)
-    if float((d1.xpos[1:] - data.xpos[1:]).sum(axis=0) @ normal) < 0:
+    if float((d1.xpos[hand] - data.xpos[hand]).sum(axis=0) @ normal) < 0:
         normal = -normal
     across = np.cross(along, normal)
     # camera axes: x = -across, y = along (fingers up), z = normal (it looks along -z, at the palm)
@@ -208,11 +240,12 @@ def build_twin(urdf_path: str, kp: float = 5.0, kv: float = 0.1, timestep: float
     rot = np.column_stack([x_axis, y_axis, np.cross(x_axis, y_axis)])
     quat = np.zeros(4)
     mujoco.mju_mat2Quat(quat, rot.reshape(-1))
-    # frame the whole hand: its geoms' bounding spheres (a link's origin is at its base, so the
+    # frame the hand (palm and digits, not a forearm): its geoms' bounding spheres (a link's origin is at its base, so the
     # fingertip meshes reach beyond the body positions), at MuJoCo's default 45 deg vertical fovy,
     # the horizontal half-angle taken as the vertical one (any image at least as wide as tall)
     z_axis = np.cross(x_axis, y_axis)
-    gp, gr = data.geom_xpos, model.geom_rbound
+    in_hand = np.isin(model.geom_bodyid, hand)
+    gp, gr = data.geom_xpos[in_hand], model.geom_rbound[in_hand]
     lo_y, hi_y = float((gp @ y_axis - gr).min()), float((gp @ y_axis + gr).max())
     lo_x, hi_x = float((gp @ x_axis - gr).min()), float((gp @ x_axis + gr).max())
     front = float((gp @ z_axis + gr).max())

@@ -177,3 +177,46 @@ def test_mimic_joints_are_coupled_and_not_actuated(tmp_path):
     assert sim.advance(1.0) is None
     j1, j2 = sim.state().position
     assert j1 == pytest.approx(1.0, abs=0.03) and j2 == pytest.approx(0.1 + 0.5 * j1, abs=0.01)
+
+
+FOREARM = """<link name="forearm"><inertial><mass value="0.8"/><inertia ixx="1e-2" ixy="0" ixz="0" iyy="1e-2" iyz="0" izz="1e-3"/></inertial>
+    <visual><origin xyz="0 0 -0.18"/><geometry><cylinder radius="0.04" length="0.35"/></geometry></visual></link>
+  <link name="wrist_link"><inertial><mass value="0.05"/><inertia ixx="1e-5" ixy="0" ixz="0" iyy="1e-5" iyz="0" izz="1e-5"/></inertial></link>
+  <joint name="wrist_flexion" type="revolute"><parent link="forearm"/><child link="wrist_link"/>
+    <origin xyz="0 0 0.02"/><axis xyz="1 0 0"/><limit lower="-1.0" upper="1.0" effort="5" velocity="3"/></joint>
+  <joint name="wrist_deviation" type="revolute"><parent link="wrist_link"/><child link="base"/>
+    <origin xyz="0 0 0.01"/><axis xyz="0 1 0"/><limit lower="-0.5" upper="0.5" effort="5" velocity="3"/></joint>
+"""
+
+
+def _hand_extent(model) -> float:
+    """Half the image height (fraction, 0..1) the hand bodies' geom centres span from camera 'front'."""
+    from hand_retarget.urdf_twin import hand_bodies
+
+    d = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, d, mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "open"))
+    mujoco.mj_forward(model, d)
+    c = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, "front")
+    p = (d.geom_xpos[np.isin(model.geom_bodyid, hand_bodies(model))] - d.cam_xpos[c]) @ d.cam_xmat[c].reshape(3, 3)
+    v = p[:, 1] / -p[:, 2] / np.tan(np.radians(model.cam_fovy[c] / 2))
+    return float(np.ptp(v) / 2)
+
+
+def test_the_twin_camera_frames_the_hand_not_the_forearm(tmp_path):
+    """LEAP under a 35 cm forearm and two wrist joints: the camera frames the palm and the digits as
+    it does without the forearm (the hand spans the same part of the image), the forearm is not in
+    the hand's bodies, and the wrist joints are actuated like any other (at rest)."""
+    from hand_retarget.urdf_twin import hand_bodies
+
+    src = ROBOTS / "leap_hand" / "leap_hand_right.urdf"
+    text = re.sub(r'filename="(meshes/[^"]+)"', lambda m: f'filename="{src.parent / m.group(1)}"', src.read_text())
+    text = re.sub(r"(<robot[^>]*>)", lambda m: m.group(1) + FOREARM, text, count=1)
+    urdf = tmp_path / "leap_forearm.urdf"
+    urdf.write_text(text)
+    plain, armed = build_twin(str(src)).model, build_twin(str(urdf)).model
+    names = [mujoco.mj_id2name(armed, mujoco.mjtObj.mjOBJ_BODY, b) for b in hand_bodies(armed)]
+    assert names[0] == "palm_lower" and "forearm" not in names and "wrist_link" not in names
+    assert len(names) == len(hand_bodies(plain))
+    e_plain, e_armed = _hand_extent(plain), _hand_extent(armed)
+    print(f"hand spans {e_plain:.2f} (LEAP) and {e_armed:.2f} (LEAP under a forearm) of the image height")
+    assert e_armed == pytest.approx(e_plain, rel=0.05) and e_armed >= 0.45
