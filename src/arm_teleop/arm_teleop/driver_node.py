@@ -21,7 +21,6 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 
@@ -29,8 +28,10 @@ from arm_teleop import topics
 from arm_teleop.arm_model import ALL_JOINTS, ModelError, load_arm
 from arm_teleop.driver_core import ArmDriverCore, Calibration, OptIn, opt_in_level
 from hand_common import contract
-from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
-from hand_common.param_spec import ParamSpec
+from hand_common.node_tools import SafeLifecycleNode, run
+from hand_common.param_spec import ParamSpec, field_defaults
+
+_CAL = field_defaults(Calibration)  # the calibration's defaults live in its dataclass
 
 #: Every parameter; the opt-ins and the calibration (not live) can only change while unconfigured.
 PARAMS: tuple[ParamSpec, ...] = (
@@ -38,11 +39,13 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("allow_motion", False, "opt-in 2 (with real_hardware): torque on and move"),
     ParamSpec("port", "/dev/ttyACM0", "serial device of the bus adapter"),
     ParamSpec("baud", 1000000, "bus baud rate", (9600, 1000000)),
-    ParamSpec("ids", [1, 2, 3, 4, 5, 6], "bus IDs of shoulder_pan .. gripper", array_type=int),
-    ParamSpec("zero_ticks", [2048] * 6, "tick reading at joint angle 0, per servo (calibration)", array_type=int),
-    ParamSpec("signs", [1] * 6, "+1/-1 per servo: tick direction of a positive joint angle", array_type=int),
-    ParamSpec("gripper_min_ticks", 1900, "calibrated gripper tick range: lower end", (0, 4095)),
-    ParamSpec("gripper_max_ticks", 3300, "calibrated gripper tick range: upper end", (0, 4095)),
+    ParamSpec("ids", list(_CAL["ids"]), "bus IDs of shoulder_pan .. gripper", array_type=int),
+    ParamSpec("zero_ticks", list(_CAL["zero_ticks"]), "tick reading at joint angle 0, per servo (calibration)",
+              array_type=int),
+    ParamSpec("signs", list(_CAL["signs"]), "+1/-1 per servo: tick direction of a positive joint angle",
+              array_type=int),
+    ParamSpec("gripper_min_ticks", _CAL["gripper_min_ticks"], "calibrated gripper tick range: lower end", (0, 4095)),
+    ParamSpec("gripper_max_ticks", _CAL["gripper_max_ticks"], "calibrated gripper tick range: upper end", (0, 4095)),
     ParamSpec("retries", 3, "retries of a missing or corrupted status packet", (0, 10)),
     ParamSpec("timeout_ms", 20.0, "wait for a status packet (ms)", (1.0, 500.0)),
     ParamSpec("rate", 30.0, "control/read loop rate (Hz)", (1.0, 200.0), live=True),
@@ -52,14 +55,12 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("dry_run_log_period", 1.0, "log intended writes at most this often (s)", (0.1, 60.0), live=True),
     ParamSpec("diagnostics_period", 1.0, "diagnostics period (s)", (0.1, 60.0), live=True),
 )
-STATIC = {s.name for s in PARAMS if not s.live}
 
 
 class DriverNode(SafeLifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(topics.DRIVER_NODE, **kwargs)
-        declare_specs(self, PARAMS)
-        self.add_on_set_parameters_callback(self._on_set)
+        self.declare_params(PARAMS)  # the base refuses the opt-ins and the calibration while configured
         self.core: ArmDriverCore | None = None
         self._reset()
 
@@ -77,13 +78,6 @@ class DriverNode(SafeLifecycleNode):
 
     def _p(self, name):
         return self.get_parameter(name).value
-
-    def _on_set(self, params) -> SetParametersResult:
-        for p in params:
-            if p.name in STATIC and self.core is not None:
-                return SetParametersResult(successful=False,
-                                           reason=f"{p.name} can only change while unconfigured (cleanup first)")
-        return SetParametersResult(successful=True)
 
     # --- lifecycle ---------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:

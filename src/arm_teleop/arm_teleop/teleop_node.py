@@ -21,7 +21,6 @@ import sys
 
 import numpy as np
 from hand_msgs.msg import HandLandmarksArray
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -35,7 +34,7 @@ from arm_teleop.mapping import CartesianConfig
 from arm_teleop.state_machine import StateMachineConfig
 from arm_teleop.teleop_core import MODES, HandFrame, TeleopConfig, TeleopCore
 from hand_common import contract
-from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
+from hand_common.node_tools import SafeLifecycleNode, run
 from hand_common.param_spec import ParamSpec
 
 #: Every parameter; all live but model_path (read at configure).
@@ -80,15 +79,13 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("workspace_z", [0.05, 0.30], "soft workspace z bounds (m), base frame",
               live=True, array_type=float),
 )
-STATIC = {s.name for s in PARAMS if not s.live}
 _BY_NAME = {s.name: s for s in PARAMS}
 
 
 class TeleopNode(SafeLifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(topics.TELEOP_NODE, **kwargs)
-        declare_specs(self, PARAMS)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.declare_params(PARAMS)
         self.core: TeleopCore | None = None
         self._estop_pending = ""
         self._subs: list = []
@@ -101,9 +98,7 @@ class TeleopNode(SafeLifecycleNode):
 
     # --- parameters -------------------------------------------------------------------------------
     def _values(self, overrides: dict | None = None) -> dict:
-        v = {s.name: self.get_parameter(s.name).value for s in PARAMS}
-        v.update(overrides or {})
-        return v
+        return self.param_values(overrides)
 
     def _config(self, v: dict) -> TeleopConfig:
         for k in ("workspace_x", "workspace_y", "workspace_z"):
@@ -122,20 +117,19 @@ class TeleopNode(SafeLifecycleNode):
             mode=v["control_mode"], image_mirrored=v["image_mirrored"], smoothing_time_s=v["smoothing_time_s"],
             max_joint_speed=v["max_joint_speed"], max_gripper_speed=v["max_gripper_speed"])
 
-    def _on_set_parameters(self, params) -> SetParametersResult:
-        changes = {p.name: p.value for p in params}
-        if self.core is not None and STATIC & set(changes):
-            return SetParametersResult(successful=False, reason="model_path is read at configure: cleanup first")
+    def check_parameters(self, changes, values) -> str | None:
+        """On-set: the whole teleop config must still be valid (model_path, the one configure-time
+        parameter, is refused by the base while configured)."""
         try:
-            cfg = self._config(self._values(changes))
-            problem = cfg.problem()
-            if problem:
-                raise ValueError(problem)
-            if self.core is not None:
-                self.core.reconfigure(cfg)
+            problem = self._config(values).problem()
         except ValueError as exc:
-            return SetParametersResult(successful=False, reason=str(exc))
-        return SetParametersResult(successful=True)
+            return str(exc)
+        return problem or None
+
+    def apply_parameters(self, changes) -> None:
+        """Post-set: a configured core takes the new config at once."""
+        if self.core is not None:
+            self.core.reconfigure(self._config(self._values()))
 
     # --- lifecycle ---------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:

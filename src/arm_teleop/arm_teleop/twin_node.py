@@ -24,14 +24,13 @@ import time
 import mujoco
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 
 from arm_teleop import topics
 from arm_teleop.arm_model import ALL_JOINTS, ModelError, load_arm
 from hand_common import contract
-from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
+from hand_common.node_tools import SafeLifecycleNode, run
 from hand_common.param_spec import ParamSpec
 
 #: Every parameter; the not-live ones are read at configure (refused while configured).
@@ -48,14 +47,12 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("height", 480, "render height (px)", (64, 1080)),
     ParamSpec("diagnostics_period", 1.0, "diagnostics period (s)", (0.1, 60.0), live=True),
 )
-STATIC = {s.name for s in PARAMS if not s.live}
 
 
 class TwinNode(SafeLifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(topics.TWIN_NODE, **kwargs)
-        declare_specs(self, PARAMS)
-        self.add_on_set_parameters_callback(self._on_set)
+        self.declare_params(PARAMS)  # live ones are read where used; the base refuses the others while configured
         self.arm = None
         self.data = None
         self._reset()
@@ -73,12 +70,6 @@ class TwinNode(SafeLifecycleNode):
         self._last_step = None
         self._last_pub = 0.0
         self._last_render = 0.0
-
-    def _on_set(self, params) -> SetParametersResult:
-        for p in params:
-            if p.name in STATIC and self.arm is not None:
-                return SetParametersResult(successful=False, reason=f"{p.name} is read at configure: cleanup first")
-        return SetParametersResult(successful=True)
 
     def _p(self, name):
         return self.get_parameter(name).value

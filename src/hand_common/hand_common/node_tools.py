@@ -8,6 +8,13 @@
   by :meth:`SafeLifecycleNode._release`, which the default ``on_cleanup``, ``on_shutdown`` and
   ``on_error`` call; a node overrides the hook (and ``on_shutdown`` only to send a safe pose
   first, then calling the base).
+  (3) One parameter idiom (ros2/demos ``set_parameters_callback.py``, rclpy's three callbacks):
+  :meth:`SafeLifecycleNode.declare_params` declares the node's table of
+  :class:`~hand_common.param_spec.ParamSpec` and installs a pre-set callback that refuses a
+  *renamed* parameter with the new name, an on-set callback that only validates (the
+  live/configure-time rule from ``ParamSpec.live``, range and choices, then the node's
+  :meth:`~SafeLifecycleNode.check_parameters`) and returns the reason, and a post-set callback
+  that applies (the node's :meth:`~SafeLifecycleNode.apply_parameters`).
 - :func:`declare_specs`: declare a node's table of :class:`~hand_common.param_spec.ParamSpec`
   with full ``ParameterDescriptor`` s (type from the default, description, numeric range,
   read-only), as ros/joint_state_publisher does. The only way the workspace declares parameters.
@@ -21,17 +28,25 @@ from __future__ import annotations
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import rclpy
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    ParameterType,
+    SetParametersResult,
+)
+from rclpy.exceptions import ParameterNotDeclaredException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 
-from hand_common.param_spec import ParamSpec
+from hand_common.param_spec import ParamSpec, renamed_message
 
 _TYPES = {
     bool: ParameterType.PARAMETER_BOOL,
@@ -39,6 +54,22 @@ _TYPES = {
     float: ParameterType.PARAMETER_DOUBLE,
     str: ParameterType.PARAMETER_STRING,
 }
+
+
+class RenamedParameterError(ParameterNotDeclaredException):
+    """A set of a parameter's old name: the message names the new one. A ParameterNotDeclared
+    subclass, so rclpy's parameter service answers it as ``successful=False`` with this reason."""
+
+    def __init__(self, message: str):
+        super().__init__([])
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+#: lifecycle states in which the node holds what on_configure made (a non-live parameter is refused)
+_CONFIGURED_STATES = frozenset({"inactive", "active", "configuring", "activating", "deactivating"})
 
 
 class SafeLifecycleNode(LifecycleNode):
@@ -75,6 +106,95 @@ class SafeLifecycleNode(LifecycleNode):
             return original(req, resp)
 
         self._service_change_state.callback = guarded
+        self._param_specs: dict[str, ParamSpec] = {}
+        self._renamed: dict[str, str] = {}
+
+    # --- the parameter idiom -------------------------------------------------------------------
+    def declare_params(self, specs: Iterable[ParamSpec], *, annotate: bool = False,
+                       renamed: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """Declare the node's parameter table and install the one parameter idiom; returns
+        ``{name: current value}``.
+
+        renamed: ``{old name: new name}``; an old name given at start (params file, ``-p``, launch)
+        raises ValueError ("'command_timeout' is now 'command_timeout_s'") so the node does not
+        start with a setting silently ignored, and a later set is refused with the same reason.
+
+        Then, for every set of the node's parameters (rclpy's callbacks, in this order):
+        pre-set refuses an old name; on-set refuses a parameter that is not ``live`` while the node
+        is configured (it is read at configure: cleanup, set, configure), a value outside the
+        spec's range or choices, and whatever :meth:`check_parameters` finds, with the reason;
+        post-set calls :meth:`apply_parameters` with the accepted changes. Call it once, in
+        ``__init__``.
+        """
+        specs = tuple(specs)
+        self._param_specs = {s.name: s for s in specs}
+        self._renamed = dict(renamed or {})
+        # rclpy has no public accessor for the overrides a node was started with (params file,
+        # -p, launch parameters): this is the one read of the private attribute.
+        given = set(getattr(self, "_parameter_overrides", {}))
+        old = sorted(n for n in given if n in self._renamed)
+        if old:
+            raise ValueError("; ".join(renamed_message(n, self._renamed[n]) for n in old))
+        values = declare_specs(self, specs, annotate=annotate)
+        self.add_pre_set_parameters_callback(self._refuse_renamed)
+        self.add_on_set_parameters_callback(self._validate_set)
+        self.add_post_set_parameters_callback(self._apply_set)
+        return values
+
+    @property
+    def param_specs(self) -> dict[str, ParamSpec]:
+        """``{name: ParamSpec}`` of what :meth:`declare_params` declared."""
+        return dict(self._param_specs)
+
+    @property
+    def configured(self) -> bool:
+        """The node holds what ``on_configure`` made (inactive, active, or between them): a
+        parameter that is not live is refused."""
+        return self.lifecycle_state in _CONFIGURED_STATES
+
+    def param_values(self, changes: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """``{name: value}`` of every declared spec (arrays as lists), ``changes`` applied on top."""
+        values = {n: self.get_parameter(n).value for n in self._param_specs}
+        values.update(changes or {})
+        return {k: (list(v) if isinstance(v, (list, tuple)) or hasattr(v, "tolist") else v) for k, v in values.items()}
+
+    def check_parameters(self, changes: dict[str, Any], values: dict[str, Any]) -> str | None:
+        """Node hook (on-set, validation only, no side effect): the reason to refuse ``changes``
+        (``{name: new value}``, the node's own parameters, each already within its spec and
+        allowed in this state), or None. ``values``: every parameter with the changes applied."""
+        return None
+
+    def apply_parameters(self, changes: dict[str, Any]) -> None:
+        """Node hook (post-set): act on accepted ``changes`` (``{name: new value}``). Called for
+        sets in any state; a configure-time parameter is read by ``on_configure`` instead."""
+
+    def _refuse_renamed(self, params: list[Parameter]) -> list[Parameter]:
+        for p in params:
+            if p.name in self._renamed:
+                raise RenamedParameterError(renamed_message(p.name, self._renamed[p.name]))
+        return params
+
+    def _validate_set(self, params: list[Parameter]) -> SetParametersResult:
+        changes = {p.name: p.value for p in params if p.name in self._param_specs}
+        if not changes:
+            return SetParametersResult(successful=True)
+        values = self.param_values(changes)
+        changes = {n: values[n] for n in changes}
+        for name, value in changes.items():
+            spec = self._param_specs[name]
+            if not spec.live and self.configured:
+                return SetParametersResult(successful=False, reason=(
+                    f"{name} is read at configure time (state {self.lifecycle_state}): cleanup, set it, then "
+                    "configure again"))
+            if why := spec.problem(value):
+                return SetParametersResult(successful=False, reason=why)
+        why = self.check_parameters(changes, values)
+        return SetParametersResult(successful=why is None, reason=why or "")
+
+    def _apply_set(self, params: list[Parameter]) -> None:
+        changes = {n: v for n, v in self.param_values().items() if n in {p.name for p in params}}
+        if changes:
+            self.apply_parameters(changes)
 
     @property
     def lifecycle_state(self) -> str:

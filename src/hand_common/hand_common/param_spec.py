@@ -6,6 +6,7 @@ is the one range/choices check a node's validation uses.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,3 +55,21 @@ class ParamSpec:
             return self.description
         extra = f" ({'/'.join(self.choices)})" if self.choices else ""
         return self.description + extra + ("" if self.live else " Read at configure.")
+
+
+def renamed_message(old: str, new: str) -> str:
+    """The one wording of a refused old parameter name."""
+    return f"'{old}' is now '{new}'"
+
+
+def field_defaults(config_cls: type) -> dict[str, Any]:
+    """``{field: default}`` of a config dataclass (fields without a default left out; a
+    ``default_factory`` is called): the one place a node's defaults live, which its
+    ``ParamSpec`` table reads."""
+    out = {}
+    for f in dataclasses.fields(config_cls):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+            out[f.name] = f.default_factory()  # type: ignore[misc]
+    return out

@@ -55,3 +55,84 @@ def test_annotate_lists_the_choices_and_says_read_at_configure():
     assert count.full_description(True) == "n Read at configure."
     assert mode.full_description(True) == "a or b (a/b) Read at configure."
     assert mode.full_description(False) == "a or b"
+
+
+class _Node:
+    """A SafeLifecycleNode with the idiom: records what the hooks saw."""
+
+    @staticmethod
+    def make(context, **kwargs):
+        from rclpy.lifecycle import TransitionCallbackReturn
+
+        from hand_common.node_tools import SafeLifecycleNode
+
+        class Node(SafeLifecycleNode):
+            def __init__(self):
+                super().__init__("param_idiom_test", context=context, **kwargs)
+                self.checked: list[dict] = []
+                self.applied: list[dict] = []
+                self.declare_params(SPECS, renamed={"old_rate": "rate"})
+
+            def check_parameters(self, changes, values):
+                self.checked.append(dict(changes))
+                return "gains must have 2 values" if len(values["gains"]) != 2 else None
+
+            def apply_parameters(self, changes):
+                self.applied.append(dict(changes))
+
+            def on_configure(self, state):
+                return TransitionCallbackReturn.SUCCESS
+
+        return Node()
+
+
+def test_the_idiom_validates_on_set_applies_post_set_and_refuses_configure_time_parameters_while_configured():
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = _Node.make(context)
+        # unconfigured: a configure-time parameter may change; the node's hook validates, then applies
+        (res,) = node.set_parameters([Parameter("count", value=4)])
+        assert res.successful and node.applied == [{"count": 4}]
+        (res,) = node.set_parameters([Parameter("gains", value=[1.0])])
+        assert not res.successful and res.reason == "gains must have 2 values"
+        assert node.applied == [{"count": 4}] and node.get_parameter("gains").value == [1.0, 2.0]
+        (res,) = node.set_parameters([Parameter("mode", value="c")])
+        assert not res.successful and res.reason == "mode must be one of a or b, got 'c'"
+        node.trigger_configure()
+        assert node.configured
+        (res,) = node.set_parameters([Parameter("count", value=5)])
+        assert not res.successful and res.reason.startswith("count is read at configure time (state inactive)")
+        assert node.get_parameter("count").value == 4
+        (res,) = node.set_parameters([Parameter("rate", value=20.0)])  # live
+        assert res.successful and node.applied[-1] == {"rate": 20.0}
+        # an old name is refused with the new one, through rclpy's own path for undeclared names
+        with pytest.raises(Exception, match="'old_rate' is now 'rate'"):
+            node.set_parameters([Parameter("old_rate", value=20.0)])
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
+
+
+def test_an_old_parameter_name_given_at_start_stops_the_node_with_the_new_name():
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        with pytest.raises(ValueError, match="'old_rate' is now 'rate'"):
+            _Node.make(context, parameter_overrides=[Parameter("old_rate", value=3.0)])
+    finally:
+        rclpy.shutdown(context=context)
+
+
+def test_field_defaults_reads_a_config_dataclass():
+    from dataclasses import dataclass, field
+
+    from hand_common.param_spec import field_defaults
+
+    @dataclass
+    class Cfg:
+        a: int
+        b: float = 2.0
+        c: list = field(default_factory=lambda: [1, 2])
+
+    assert field_defaults(Cfg) == {"b": 2.0, "c": [1, 2]}

@@ -22,13 +22,12 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 
 from hand_common import contract
-from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
+from hand_common.node_tools import SafeLifecycleNode, run
 from hand_common.param_spec import ParamSpec
 from hand_gazebo.commander import DRIVEN_JOINTS, CommanderConfig, HandCommander, proximal_limits
 from hand_gazebo.world import command_topic
@@ -52,14 +51,12 @@ PARAMS: tuple[ParamSpec, ...] = (
               "and on deactivate/shutdown.", live=True, array_type=float),
     ParamSpec("diagnostics_period", 1.0, "s between /diagnostics messages.", (0.1, 60.0), live=True),
 )
-_BY_NAME = {s.name: s for s in PARAMS}
 
 
 class GzCommanderNode(SafeLifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
-        declare_specs(self, PARAMS)
-        self.add_on_set_parameters_callback(self._validate)
+        self.declare_params(PARAMS)
         self._lock = threading.Lock()
         self._reset()
 
@@ -86,26 +83,24 @@ class GzCommanderNode(SafeLifecycleNode):
         return CommanderConfig(upper=upper, deadband=tuple(v["deadband"]), command_timeout=float(v["command_timeout"]),
                                safe_flexions=tuple(v["safe_flexions"]))
 
-    def _validate(self, params) -> SetParametersResult:
-        names = {p.name: p.value for p in params}
-        for n in ("hands", "one_hand_side"):
-            if n in names and (why := _BY_NAME[n].problem(names[n])):
-                return SetParametersResult(successful=False, reason=why)
-        configured = bool(self._hands)
-        for n in ("hands", "one_hand_side", "urdf_path"):
-            if n in names and configured:
-                return SetParametersResult(successful=False, reason=f"{n} is read at configure: cleanup, set it, configure")
-        tunable = {k: v for k, v in names.items() if k in ("deadband", "command_timeout", "safe_flexions", "urdf_path")}
-        if tunable:
-            try:
-                cfg = self._config(tunable)
-            except (OSError, ValueError) as exc:
-                return SetParametersResult(successful=False, reason=str(exc))
-            with self._lock:
-                for h in self._hands.values():
-                    h.config = cfg
-                    h.deadband.tolerance = np.asarray(cfg.deadband, float)
-        return SetParametersResult(successful=True)
+    def check_parameters(self, changes, values) -> str | None:
+        """On-set: the commander config must still build (URDF readable, arrays valid). The base
+        refuses hands, one_hand_side and urdf_path while configured."""
+        try:
+            self._config(values)
+        except (OSError, ValueError) as exc:
+            return str(exc)
+        return None
+
+    def apply_parameters(self, changes) -> None:
+        """Post-set: every configured hand takes the new deadband, timeout and safe pose."""
+        if not self._hands:
+            return
+        cfg = self._config()
+        with self._lock:
+            for h in self._hands.values():
+                h.config = cfg
+                h.deadband.tolerance = np.asarray(cfg.deadband, float)
 
     # --- lifecycle ----------------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:

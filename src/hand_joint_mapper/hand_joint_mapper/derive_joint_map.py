@@ -48,7 +48,9 @@ from pathlib import Path
 
 import numpy as np
 
-FINGERS = ("index", "middle", "ring", "pinky")
+from hand_common.contract import FINGER_NAMES
+
+FINGERS = FINGER_NAMES[1:]  # the contract's digits without the thumb
 FINGER_JOINTS = ("mcp", "pip", "dip")
 THUMB_JOINTS = ("cmc", "mcp", "ip")
 

@@ -28,14 +28,13 @@ import os
 import sys
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from rclpy.wait_for_message import wait_for_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from hand_common import contract
-from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
+from hand_common.node_tools import SafeLifecycleNode, run
 from hand_common.param_spec import ParamSpec
 from hand_joint_mapper.joint_mapping import JointMapper, MappingError, load_table, load_urdf_file
 
@@ -95,8 +94,7 @@ class JointMapperNode(SafeLifecycleNode):
 
     def __init__(self, **kwargs):
         super().__init__(contract.JOINT_MAPPER_NODE, **kwargs)
-        declare_specs(self, PARAMS)
-        self.add_on_set_parameters_callback(self._check_parameters)
+        self.declare_params(PARAMS)
         self._mapper: JointMapper | None = None
         self._pub = None
         self._sub = None
@@ -110,19 +108,20 @@ class JointMapperNode(SafeLifecycleNode):
         self._wakeup = self.create_timer(0.25, lambda: None)
 
     # --- parameters ------------------------------------------------------------------------------
-    def _check_parameters(self, params) -> SetParametersResult:
-        for p in params:
-            if p.name == "stamp_source" and (why := _BY_NAME["stamp_source"].problem(p.value)):
-                return SetParametersResult(successful=False, reason=why)
-            if p.name == "urdf_path" and p.value and not os.path.isfile(p.value):
-                return SetParametersResult(successful=False, reason=f"urdf_path '{p.value}' is not a file")
-            if p.name == "mapping_file" and not os.path.isfile(resolve_table_path(p.value)):
-                return SetParametersResult(successful=False,
-                                           reason=f"mapping_file '{p.value}' not found "
-                                                  f"(resolved to {resolve_table_path(p.value)})")
-            if p.name == "diagnostics_period_s" and self._diag_timer is not None:
-                self._restart_diag_timer(p.value)
-        return SetParametersResult(successful=True)
+    def check_parameters(self, changes, values) -> str | None:
+        """On-set: the files named must exist (the base checked ranges, choices and the
+        configure-time rule)."""
+        if (path := changes.get("urdf_path")) and not os.path.isfile(path):
+            return f"urdf_path '{path}' is not a file"
+        if "mapping_file" in changes and not os.path.isfile(resolve_table_path(changes["mapping_file"])):
+            return (f"mapping_file '{changes['mapping_file']}' not found "
+                    f"(resolved to {resolve_table_path(changes['mapping_file'])})")
+        return None
+
+    def apply_parameters(self, changes) -> None:
+        """Post-set: a new diagnostics period restarts a running timer (stamp_source is read per message)."""
+        if "diagnostics_period_s" in changes and self._diag_timer is not None:
+            self._restart_diag_timer(float(changes["diagnostics_period_s"]))
 
     def _param(self, name: str):
         return self.get_parameter(name).value

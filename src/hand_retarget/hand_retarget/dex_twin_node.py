@@ -21,16 +21,15 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import Image, JointState
 
 from hand_common import contract
-from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
+from hand_common.node_tools import SafeLifecycleNode, run
 from hand_twin_mujoco.watchdog import RealTimePacer
 
 from .dex_sim import DexModelError, DexSim
-from .params import TWIN_PARAMS, check_change, check_value
+from .params import TWIN_PARAMS, check_value
 from .topics import DEX_TWIN_NODE, TOPIC_JOINT_COMMANDS, TOPIC_TWIN_IMAGE, TOPIC_TWIN_JOINT_STATES
 
 
@@ -63,8 +62,7 @@ class _Hand:
 class DexTwinNode(SafeLifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(DEX_TWIN_NODE, **kwargs)
-        declare_specs(self, TWIN_PARAMS, annotate=True)  # "Read at configure." in the text
-        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.declare_params(TWIN_PARAMS, annotate=True)  # "Read at configure." in the text
         self._reset()
 
     def _reset(self) -> None:
@@ -83,13 +81,6 @@ class DexTwinNode(SafeLifecycleNode):
 
     def _param(self, name: str):
         return self.get_parameter(name).value
-
-    def _on_set_parameters(self, params) -> SetParametersResult:
-        for p in params:
-            reason = check_change(TWIN_PARAMS, p.name, p.value, self.sim is not None)
-            if reason:
-                return SetParametersResult(successful=False, reason=reason)
-        return SetParametersResult(successful=True)
 
     # --- lifecycle -------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:

@@ -1,7 +1,8 @@
 """Parameters of ``retarget_node`` and ``dex_twin_node`` as data (no rclpy): names, defaults, ranges,
 descriptions, which may change live, and the conversion to config dataclasses.
 
-The nodes declare exactly these (each with a ParameterDescriptor); tests check that
+The nodes declare exactly these (each with a ParameterDescriptor, through
+``SafeLifecycleNode.declare_params``: the configure-time rule is the base's); tests check that
 ``config/retarget.yaml`` and ``config/dex_twin.yaml`` only set declared keys.
 """
 
@@ -96,19 +97,6 @@ TWIN_PARAMS: tuple[Param, ...] = (
 def check_value(params: tuple[Param, ...], name: str, value: Any) -> str | None:
     """Reason ``value`` is invalid for ``name`` (range, choices: :meth:`ParamSpec.problem`), or None."""
     return {q.name: q for q in params}[name].problem(value)
-
-
-def check_change(params: tuple[Param, ...], name: str, value: Any, configured: bool) -> str | None:
-    """Reason to refuse a live change of ``name`` now (None = accept)."""
-    names = {p.name: p for p in params}
-    if name not in names:
-        return None
-    reason = check_value(params, name, value)
-    if reason:
-        return reason
-    if configured and not names[name].live:
-        return f"{name} is read at configure time: cleanup, set it, then configure again"
-    return None
 
 
 def pipeline_config(values: dict[str, Any]) -> PipelineConfig:

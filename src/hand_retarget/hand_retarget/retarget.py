@@ -42,8 +42,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hand_common.contract import FINGER_NAMES
+
 METHODS = ("dexpilot", "vector", "position")
-DIGITS = ("thumb", "index", "middle", "ring", "pinky")
+DIGITS = FINGER_NAMES  # the contract's digit names, thumb first
 #: vector method: human landmarks of the task links (5 tips, then thumb IP and finger PIPs)
 VECTOR_HUMAN = (4, 8, 12, 16, 20, 3, 6, 10, 14, 18)
 

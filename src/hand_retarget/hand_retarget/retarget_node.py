@@ -32,14 +32,13 @@ from collections import deque
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from hand_msgs.msg import HandLandmarksArray
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 
 from hand_common import contract
-from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
+from hand_common.node_tools import SafeLifecycleNode, run
 
-from .params import RETARGET_PARAMS, check_change, pipeline_config
+from .params import RETARGET_PARAMS, pipeline_config
 from .pipeline import DexPipeline
 from .topics import (
     KAPANDJI_NAMES,
@@ -65,8 +64,7 @@ def select_hand(hands, choice: str):
 class RetargetNode(SafeLifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(RETARGET_NODE, **kwargs)
-        declare_specs(self, RETARGET_PARAMS, annotate=True)  # choices and "Read at configure." in the text
-        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.declare_params(RETARGET_PARAMS, annotate=True)  # choices and "Read at configure." in the text
         self._reset()
 
     def _reset(self) -> None:
@@ -85,24 +83,20 @@ class RetargetNode(SafeLifecycleNode):
         return self.get_parameter(name).value
 
     # --- parameters ------------------------------------------------------------------------------
-    def _on_set_parameters(self, params) -> SetParametersResult:
-        configured = self.pipeline is not None
-        for p in params:
-            reason = check_change(RETARGET_PARAMS, p.name, p.value, configured)
-            if reason:
-                return SetParametersResult(successful=False, reason=reason)
-        if self.pipeline is not None:
-            values = {p.name: p.value for p in params}
-            lim = self.pipeline.filter.limits
-            if {"max_velocity", "max_acceleration", "max_step"} & set(values):
-                from .safety import SafetyLimits
-                self.pipeline.filter.limits = SafetyLimits(
-                    lim.lower, lim.upper, float(values.get("max_velocity", lim.max_velocity)),
-                    float(values.get("max_acceleration", lim.max_acceleration)),
-                    float(values.get("max_step", lim.max_step)))
-            if "crossing_clamp" in values:
-                self.pipeline.filter.crossing = self._crossing if values["crossing_clamp"] else None
-        return SetParametersResult(successful=True)
+    def apply_parameters(self, changes) -> None:
+        """Post-set: the safety filter's caps and crossing clamp act from the next tick (the base
+        checked ranges and refused the configure-time parameters while configured)."""
+        if self.pipeline is None:
+            return
+        lim = self.pipeline.filter.limits
+        if {"max_velocity", "max_acceleration", "max_step"} & set(changes):
+            from .safety import SafetyLimits
+            self.pipeline.filter.limits = SafetyLimits(
+                lim.lower, lim.upper, float(changes.get("max_velocity", lim.max_velocity)),
+                float(changes.get("max_acceleration", lim.max_acceleration)),
+                float(changes.get("max_step", lim.max_step)))
+        if "crossing_clamp" in changes:
+            self.pipeline.filter.crossing = self._crossing if changes["crossing_clamp"] else None
 
     # --- lifecycle -------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:

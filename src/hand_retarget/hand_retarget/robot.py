@@ -53,7 +53,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-DIGITS = ("thumb", "index", "middle", "ring", "pinky")
+from hand_common.contract import FINGER_NAMES
+
+DIGITS = FINGER_NAMES  # the contract's digit names, thumb first
 TIP_LANDMARK = {4: "thumb", 8: "index", 12: "middle", 16: "ring", 20: "pinky"}
 DIGIT_LANDMARKS = {"thumb": (1, 2, 3, 4), "index": (5, 6, 7, 8), "middle": (9, 10, 11, 12),
                    "ring": (13, 14, 15, 16), "pinky": (17, 18, 19, 20)}
@@ -246,7 +248,7 @@ class RobotHand:
         for d, dig in self.digits.items():
             for idx, (link, off) in zip(DIGIT_LANDMARKS[d], dig.points):
                 out[idx] = self.point(poses, link, off)
-        fingers = ("index", "middle", "ring", "pinky")
+        fingers = DIGITS[1:]
         for k, d in enumerate(fingers):
             if d in self.digits:
                 continue
@@ -305,7 +307,7 @@ class RobotHand:
         normal = np.cross(lm[5] - lm[0], lm[17] - lm[0])
         normal /= np.linalg.norm(normal)
         out = {}
-        for d in ("index", "middle", "ring", "pinky"):
+        for d in DIGITS[1:]:
             if d not in self.digits:
                 continue
             best, score = None, 0.7

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hand_common.contract import FINGER_NAMES
+
 ADJACENT = (("index", "middle"), ("middle", "ring"), ("ring", "pinky"))
 
 
@@ -66,7 +68,7 @@ def finger_geometry(desc) -> list[FingerGeometry]:
     names = desc.joint_names
     frames = desc.fk()
     out = []
-    for f in ("index", "middle", "ring", "pinky"):
+    for f in FINGER_NAMES[1:]:
         d = desc.digit(f)
         prox = next(j for j in d.joints if j.length > 0.0)
         pos, rot = frames[prox.link]

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from hand_bringup import bringup
-from hand_retarget.params import RETARGET_PARAMS, TWIN_PARAMS, check_change, pipeline_config
+from hand_retarget.params import RETARGET_PARAMS, TWIN_PARAMS, check_value, pipeline_config
 from hand_retarget.topics import DEX_TWIN_NODE, RETARGET_NODE
 
 PKG = pathlib.Path(__file__).resolve().parents[1]
@@ -20,7 +20,7 @@ def test_yaml_sets_exactly_the_declared_parameters_with_valid_values(node, file,
     values = yaml.safe_load((PKG / "config" / file).read_text())[node]["ros__parameters"]
     assert set(values) == {p.name for p in params}
     for p in params:
-        assert check_change(params, p.name, values[p.name], configured=False) is None, p.name
+        assert check_value(params, p.name, values[p.name]) is None, p.name
         assert values[p.name] == p.default, f"{p.name}: YAML and declared default differ"
 
 
@@ -32,9 +32,9 @@ def test_pipeline_config_from_parameters_and_live_rules():
         pipeline_config({**defaults, "method": "ik"})
     with pytest.raises(ValueError, match=r"max_acceleration must be in"):
         pipeline_config({**defaults, "max_acceleration": float("nan")})
-    assert "configure" in check_change(RETARGET_PARAMS, "method", "vector", configured=True)
-    assert check_change(RETARGET_PARAMS, "max_velocity", 5.0, configured=True) is None
-    assert "hand must be one of" in check_change(RETARGET_PARAMS, "hand", "both", configured=True)
+    # the configure-time rule is SafeLifecycleNode's (hand_common's test_param_spec)
+    assert check_value(RETARGET_PARAMS, "max_velocity", 5.0) is None
+    assert "hand must be one of" in check_value(RETARGET_PARAMS, "hand", "both")
 
 
 def test_bringup_dex_profile_and_launch_file():

@@ -25,16 +25,15 @@ from typing import Any
 
 import serial
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 
 from hand_common import contract
-from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
+from hand_common.node_tools import SafeLifecycleNode, run
 from hand_servo_driver import protocol as p
 from hand_servo_driver.core import DriverConfigError, DriverCore
 from hand_servo_driver.link import LinkError, SerialLink
-from hand_servo_driver.parameters import PARAM_BY_NAME, PARAMS, build_config, cross_parameter_problems
+from hand_servo_driver.parameters import PARAMS, build_config, cross_parameter_problems
 
 DIAG_NAME = "servo_driver: serial link"
 #: A board rejection (ERROR) or clamping (WARN) is reported for this long after it happened (s).
@@ -54,8 +53,7 @@ class ServoDriverNode(SafeLifecycleNode):
 
     def __init__(self, **kwargs: Any):
         super().__init__(contract.SERVO_DRIVER_NODE, **kwargs)
-        declare_specs(self, PARAMS)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.declare_params(PARAMS)
         self._core: DriverCore | None = None
         self._link: SerialLink | None = None
         self._parser = p.Parser()
@@ -76,24 +74,22 @@ class ServoDriverNode(SafeLifecycleNode):
 
     # --- parameters ----------------------------------------------------------------------------------
     def _values(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-        vals = {s.name: self.get_parameter(s.name).value for s in PARAMS}
-        vals.update(overrides or {})
-        return {k: (list(v) if isinstance(v, (list, tuple)) or hasattr(v, "tolist") else v) for k, v in vals.items()}
+        return self.param_values(overrides)
 
-    def _on_set_parameters(self, params) -> SetParametersResult:
-        changes = {prm.name: prm.value for prm in params if prm.name in PARAM_BY_NAME}
-        if not changes:
-            return SetParametersResult(successful=True)
+    def check_parameters(self, changes, values) -> str | None:
+        """On-set: the whole config must still build (cross-parameter rules, against the board's own
+        channel count and watchdog once it answered). The base refuses a configure-time parameter
+        while configured."""
         try:
-            cfg, _ = build_config(self._values(changes), *self._board_facts())
+            build_config(values, *self._board_facts())
         except (DriverConfigError, ValueError, TypeError) as exc:
-            return SetParametersResult(successful=False, reason=str(exc))
-        later = sorted(n for n in changes if not PARAM_BY_NAME[n].live)
+            return str(exc)
+        return None
+
+    def apply_parameters(self, changes) -> None:
+        """Post-set: a configured driver takes the new config at its next control tick."""
         if self._core is not None:
-            if later:
-                self.get_logger().info(f"{', '.join(later)} will apply at the next configure")
-            self._pending_config = cfg
-        return SetParametersResult(successful=True)
+            self._pending_config, _ = build_config(self._values(), *self._board_facts())
 
     def _board_facts(self) -> tuple[int | None, float | None]:
         """(channels, watchdog s) the connected board reported, or (None, None)."""

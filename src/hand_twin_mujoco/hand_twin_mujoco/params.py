@@ -2,8 +2,8 @@
 ones may change while the node is configured.
 
 ``twin_node`` declares exactly :data:`PARAMS` (each with a ParameterDescriptor) and turns their
-values into a :class:`TwinConfig` with :func:`config_from`; the live-change validator is
-:func:`check_change`. Tests check that ``config/twin.yaml`` only sets keys declared here.
+values into a :class:`TwinConfig` with :func:`config_from`; a set is validated by
+:func:`check_value` and :func:`renderer_problem` (the configure-time rule is the base node's). Tests check that ``config/twin.yaml`` only sets keys declared here.
 """
 
 from __future__ import annotations
@@ -109,7 +109,8 @@ class TwinConfig:
         return self.render_rate > 0.0 and (self.publish_image or bool(self.record_dir))
 
 
-def _check_value(name: str, value: Any) -> str | None:
+def check_value(name: str, value: Any) -> str | None:
+    """Reason ``value`` is invalid for parameter ``name`` (range, choices, array lengths), or None."""
     reason = _BY_NAME[name].problem(value)  # range, choices
     if reason:
         return reason
@@ -132,7 +133,7 @@ def config_from(values: dict[str, Any]) -> TwinConfig:
     """Validate the parameter values (all of PARAMS) and build the config; ValueError naming the
     first bad parameter."""
     for name in PARAM_NAMES:
-        reason = _check_value(name, values[name])
+        reason = check_value(name, values[name])
         if reason:
             raise ValueError(reason)
     kw = {n: values[n] for n in PARAM_NAMES}
@@ -144,21 +145,10 @@ def config_from(values: dict[str, Any]) -> TwinConfig:
     return TwinConfig(**kw)
 
 
-def check_change(name: str, value: Any, configured: bool, renderer_exists: bool) -> str | None:
-    """Reason to refuse setting ``name`` to ``value`` now, or None to accept.
-
-    configured: the node holds a model (inactive or active); configure-time parameters are then
-    refused (they take effect only through cleanup + configure). renderer_exists: a live
-    ``render_rate`` > 0 needs a renderer created at configure time.
-    """
-    if name not in _BY_NAME:
-        return None
-    reason = _check_value(name, value)
-    if reason:
-        return reason
-    p = _BY_NAME[name]
-    if configured and not p.live:
-        return f"{name} is read at configure time: cleanup, set it, then configure again"
-    if configured and name == "render_rate" and value > 0 and not renderer_exists:
+def renderer_problem(name: str, value: Any, renderer_exists: bool) -> str | None:
+    """Reason to refuse a change of a *configured* node's ``name`` to ``value`` beyond its spec
+    (the base node refuses configure-time parameters while configured): a ``render_rate`` > 0 needs
+    a renderer created at configure time."""
+    if name == "render_rate" and value > 0 and not renderer_exists:
         return "no renderer was created at configure time (render_rate 0 or nowhere to send frames): reconfigure"
     return None

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from hand_common import contract
+
 from .model import HandModel
 
 MAX_RENDER_RATE = 30.0
@@ -97,7 +99,7 @@ class FrameRecorder:
     """Write numbered image files and a sidecar CSV into ``directory`` (created if missing)."""
 
     HEADER = ["frame", "file", "wall_time", "sim_time", "command_stamp", "command_received",
-              "thumb", "index", "middle", "ring", "pinky", "watchdog"]
+              *contract.FINGER_NAMES, "watchdog"]
 
     def __init__(self, directory: str, fmt: str = "jpg", jpeg_quality: int = 90,
                  flexion_names: tuple[str, ...] | None = None):

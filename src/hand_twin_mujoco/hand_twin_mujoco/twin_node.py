@@ -37,17 +37,16 @@ import sys
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import Image, JointState
 
 from hand_common import contract
 from hand_common.deadband import FlexionDeadband
-from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
+from hand_common.node_tools import SafeLifecycleNode, run
 
 from .loop import PhysicsLoop
 from .model import ModelContractError, default_two_hands_scene_path
-from .params import PARAMS, check_change, config_from
+from .params import PARAMS, check_value, config_from, renderer_problem
 from .render import FrameMeta, FrameRecorder, RenderConfig, RenderWorker
 from .sim import SETTLE_5PCT_OMEGA_T, TwinSim, TwinState, build_twin
 from .watchdog import CommandWatchdog, Decision, HandsWatchdog, WatchdogState
@@ -60,8 +59,7 @@ TENDON_NAMES = tuple(f"{f}_flexor" for f in contract.FINGER_NAMES)
 class TwinNode(SafeLifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(contract.TWIN_NODE, **kwargs)
-        declare_specs(self, PARAMS)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.declare_params(PARAMS)
         self._reset_resources()
 
     def _reset_resources(self) -> None:
@@ -85,42 +83,46 @@ class TwinNode(SafeLifecycleNode):
         self._last_diag_clock: float | None = None
 
     # --- parameters --------------------------------------------------------------------------------
-    def _on_set_parameters(self, params) -> SetParametersResult:
-        configured = self.sim is not None
-        for p in params:
-            reason = check_change(p.name, p.value, configured, self.render_worker is not None)
-            if reason:
-                return SetParametersResult(successful=False, reason=reason)
-        if self.loop is not None:
-            for p in params:
-                if p.name == "command_timeout":
-                    with self.loop.lock:
-                        self.loop.watchdog.set_timeout(float(p.value))
-                elif p.name == "safe_flexions":
-                    with self.loop.lock:
-                        self.loop.watchdog.set_safe_flexions(list(p.value))
-                elif p.name == "command_deadband":
-                    with self.loop.lock:
-                        for db in self._deadbands:
-                            db.tolerance = FlexionDeadband.check(list(p.value))
-                elif p.name == "reference_settle_time":
-                    with self.loop.lock:
-                        self.sim.omega_ref = (SETTLE_5PCT_OMEGA_T / p.value) if p.value > 0 else 0.0
-                elif p.name == "publish_rate":
-                    self.loop.set_publish_rate(float(p.value))
-                elif p.name == "render_rate" and self.render_worker is not None:
-                    if p.value > 0:
-                        self.render_worker.set_rate(float(p.value))
-                        if self.lifecycle_state == "active":
-                            self.render_worker.enabled.set()
-                    else:
-                        self.render_worker.enabled.clear()
-        return SetParametersResult(successful=True)
+    def check_parameters(self, changes, values) -> str | None:
+        """On-set: array lengths and flexion ranges; a live render_rate > 0 needs a renderer."""
+        for name, value in changes.items():
+            if why := check_value(name, value) or (
+                    self.configured and renderer_problem(name, value, self.render_worker is not None)):
+                return why
+        return None
+
+    def apply_parameters(self, changes) -> None:
+        """Post-set: live parameters act on the running loop (configure-time ones wait for configure)."""
+        if self.loop is None:
+            return
+        for name, value in changes.items():
+            if name == "command_timeout":
+                with self.loop.lock:
+                    self.loop.watchdog.set_timeout(float(value))
+            elif name == "safe_flexions":
+                with self.loop.lock:
+                    self.loop.watchdog.set_safe_flexions(list(value))
+            elif name == "command_deadband":
+                with self.loop.lock:
+                    for db in self._deadbands:
+                        db.tolerance = FlexionDeadband.check(list(value))
+            elif name == "reference_settle_time":
+                with self.loop.lock:
+                    self.sim.omega_ref = (SETTLE_5PCT_OMEGA_T / value) if value > 0 else 0.0
+            elif name == "publish_rate":
+                self.loop.set_publish_rate(float(value))
+            elif name == "render_rate" and self.render_worker is not None:
+                if value > 0:
+                    self.render_worker.set_rate(float(value))
+                    if self.lifecycle_state == "active":
+                        self.render_worker.enabled.set()
+                else:
+                    self.render_worker.enabled.clear()
 
     # --- lifecycle ---------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:
         try:
-            cfg = config_from({p.name: self.get_parameter(p.name).value for p in PARAMS})
+            cfg = config_from(self.param_values())
             two = cfg.hands == "two"
             sides = contract.HAND_SIDES if two else ()
             path = cfg.model_path or (default_two_hands_scene_path() if two else None)
