@@ -27,7 +27,9 @@ from typing import Any
 import numpy as np
 
 from arm_teleop import topics
-from hand_bringup.runner import MONITOR_QOS, RunConfig, Runner, _video_frame_count
+from hand_bringup.runner import _video_frame_count
+from hand_bringup.runner_core import RunConfig, Runner
+from hand_bringup.runner_monitor import MONITOR_QOS
 from hand_common import contract
 from hand_common.processes import NodeProcess
 
@@ -64,12 +66,12 @@ class ArmRunner(Runner):
     def _start_recording(self) -> None:
         super()._start_recording()
         for topic, type_name in ARM_TOPICS.items():
-            self.record(topic, type_name)
+            self.recorder.record(topic, type_name)
 
-    def _subscribe_measurements(self) -> None:
+    def connect(self) -> None:
         from std_msgs.msg import String
 
-        super()._subscribe_measurements()
+        super().connect()
         self.probe.node.create_subscription(String, topics.TELEOP_STATE, lambda m: self.states.append(json.loads(m.data)),
                                             contract.qos(MONITOR_QOS))
 
@@ -162,7 +164,7 @@ def write_outputs(runner: ArmRunner, video: str, n_frames: int, out: pathlib.Pat
     log = out / "sim_bus_writes.jsonl"
     if log.exists():
         writes = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    driver = {k: v for name, v in runner.diagnostics.items() if topics.DRIVER_NODE in name for k in [name]}
+    driver = {k: v for name, v in runner.monitor.diagnostics.items() if topics.DRIVER_NODE in name for k in [name]}
     summary = {
         "video": video, "frames": n_frames, "frames_with_state": len(states),
         "transitions": transitions,

@@ -95,7 +95,7 @@ def run_scenario(name: str, video: str, n_frames: int, out: pathlib.Path, live_r
                  shared: bool, niced: bool = True, drop_late: bool = False) -> dict[str, Any]:
     from hand_bringup.bringup import NODES
     from hand_bringup.demo import CALIBRATION_SCHEDULE, LiveCalibration, tracker_diagnostics, write_outputs
-    from hand_bringup.runner import RunConfig, Runner
+    from hand_bringup.runner_core import RunConfig, Runner
 
     out.mkdir(parents=True, exist_ok=True)
     full = name != "alone"
@@ -128,7 +128,7 @@ def run_scenario(name: str, video: str, n_frames: int, out: pathlib.Path, live_r
         runner.stop()
         burner_cpu = None
         if burner is not None:
-            from hand_bringup.runner import process_cpu_seconds
+            from hand_bringup.runner_core import process_cpu_seconds
 
             burner_cpu = process_cpu_seconds(burner.pid)
             burner.kill()
@@ -139,7 +139,7 @@ def run_scenario(name: str, video: str, n_frames: int, out: pathlib.Path, live_r
         write_outputs(runner, calibration, video, n_frames, out, shared)
         post_s = round(time.monotonic() - t0, 1)
     diag = tracker_diagnostics(runner)
-    lat = runner.flexion_latency
+    lat = runner.monitor.flexion_latency
     half = len(lat) // 2
     cpu = dict(runner.cpu_seconds)
     if burner_cpu is not None:
@@ -151,21 +151,21 @@ def run_scenario(name: str, video: str, n_frames: int, out: pathlib.Path, live_r
         except (KeyError, ValueError):
             return None
 
-    wire = wire_latencies(out / "servo_board_pulses.jsonl", [f[3] * 1e-9 for f in runner.frames])
+    wire = wire_latencies(out / "servo_board_pulses.jsonl", [f[3] * 1e-9 for f in runner.monitor.frames])
     return {
         "scenario": name,
         "error": error or runner.failure,
-        "tracker_fps": rate_hz([f[1] for f in runner.frames]),
+        "tracker_fps": rate_hz([f[1] for f in runner.monitor.frames]),
         "frames": n_frames,
-        "frames_processed": len(runner.frames),
+        "frames_processed": len(runner.monitor.frames),
         "frames_dropped": int(num("dropped_frames")) if num("dropped_frames") is not None else None,
         "latency_ms": percentiles_ms(lat),
         "latency_p95_first_half_ms": _p95(lat[:half]),
         "latency_p95_second_half_ms": _p95(lat[half:]),
         "inference_ms_p95": num("inference_ms_p95_total"),
         "wire_latency_lower_bound_ms": percentiles_ms(wire) if wire else None,
-        "twin_real_time_factor": runner.twin_rtf,
-        "safe_pose_trips": runner.safe_pose_trips,
+        "twin_real_time_factor": runner.monitor.twin_rtf,
+        "safe_pose_trips": runner.monitor.safe_pose_trips,
         "cpu_seconds": cpu,
         "demo_video_after_run_s": post_s,
     }

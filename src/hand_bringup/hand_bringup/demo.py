@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from hand_bringup.runner import RunConfig, Runner, _video_frame_count
+from hand_bringup.runner import _video_frame_count
+from hand_bringup.runner_core import RunConfig, Runner
 from hand_common import contract
 from hand_common.stats import percentiles_ms, rate_hz
 
@@ -72,10 +73,10 @@ class LiveCalibration:
         self._busy = False
 
     def tick(self, runner: Runner) -> None:
-        if self._busy or not self.schedule or not runner.frames:
+        if self._busy or not self.schedule or not runner.monitor.frames:
             return
         pose, frame, duration = self.schedule[0]
-        if runner.frames[-1][0] < frame:
+        if runner.monitor.frames[-1][0] < frame:
             return
         self.schedule.pop(0)
         self._busy = True
@@ -87,15 +88,15 @@ class LiveCalibration:
         try:
             if self.windows_before is None:
                 self.windows_before = runner.probe.get_parameters(contract.TRACKER_NODE, _window_params())
-            start = runner.frames[-1][0]
+            start = runner.monitor.frames[-1][0]
             req = Calibrate.Request(pose=Calibrate.Request.OPEN if pose == "open" else Calibrate.Request.FIST,
                                     duration_s=duration)
             res = runner.probe.call(Calibrate, f"/{contract.TRACKER_NODE}/calibrate", req, timeout=duration + 20)
-            self.results.append({"pose": pose, "from_frame": start, "to_frame": runner.frames[-1][0],
+            self.results.append({"pose": pose, "from_frame": start, "to_frame": runner.monitor.frames[-1][0],
                                  "success": bool(res.success), "message": res.message, "frames": int(res.frames),
                                  "captured_curl_rad": [round(float(v), 4) for v in res.captured_curl_rad]})
             if res.success and pose == "fist":
-                self.applied_at_frame = runner.frames[-1][0]
+                self.applied_at_frame = runner.monitor.frames[-1][0]
                 self.windows_after = runner.probe.get_parameters(contract.TRACKER_NODE, _window_params())
             print(f"[demo] live calibration {pose}: {'ok' if res.success else 'REJECTED'} {res.message}", flush=True)
         except Exception as exc:  # noqa: BLE001 - a failed calibration is reported, the demo goes on
@@ -153,7 +154,7 @@ def run_demo(args: argparse.Namespace, out: pathlib.Path, overrides: dict, param
 # --- after the run -------------------------------------------------------------------------------
 def tracker_diagnostics(runner: Runner) -> dict[str, str]:
     """The tracker's last /diagnostics values (empty before the first)."""
-    for name, entry in runner.diagnostics.items():
+    for name, entry in runner.monitor.diagnostics.items():
         if contract.TRACKER_NODE in name:
             return entry
     return {}
@@ -196,18 +197,18 @@ def write_outputs(runner: Runner, calibration: LiveCalibration, video: str, n_fr
     summary = {
         "video": video,
         "frames": n_frames,
-        "frames_processed": len(runner.frames),
+        "frames_processed": len(runner.monitor.frames),
         "frames_with_hand": detected,
         "detection": f"{detected}/{n_frames}",
         "detection_rate": round(detected / n_frames, 4) if n_frames else None,
-        "tracker_fps": rate_hz([f[1] for f in runner.frames]),
+        "tracker_fps": rate_hz([f[1] for f in runner.monitor.frames]),
         "frames_dropped": int(diag["dropped_frames"]) if diag.get("dropped_frames", "").isdigit() else None,
         # as a keep-last-1 subscriber (what an actuator sees) receives them
-        "latency_capture_to_target_flexions_ms": percentiles_ms(runner.flexion_latency),
+        "latency_capture_to_target_flexions_ms": percentiles_ms(runner.monitor.flexion_latency),
         "inference_ms_p95": _float(diag.get("inference_ms_p95_total")),
         "inference_ms_mean": _float(diag.get("inference_ms_mean_total")),
-        "twin_real_time_factor": None if runner.twin_rtf is None else _float(runner.twin_rtf),
-        "safe_pose_trips": runner.safe_pose_trips,
+        "twin_real_time_factor": None if runner.monitor.twin_rtf is None else _float(runner.monitor.twin_rtf),
+        "safe_pose_trips": runner.monitor.safe_pose_trips,
         "cpu_seconds": runner.cpu_seconds,
         "twin_frames_rendered": twin_rendered,  # after the run, from the bag's /hand_twin/joint_states
         "servo": servo_summary(runner),
@@ -236,7 +237,7 @@ def servo_summary(runner: Runner) -> dict[str, Any]:
     driver's last report can precede the board's last events (a watchdog trip after the driver
     stopped) and a STATUS only carries the counters of the current boot."""
     out: dict[str, Any] = {}
-    for name, entry in runner.diagnostics.items():
+    for name, entry in runner.monitor.diagnostics.items():
         if contract.SERVO_DRIVER_NODE in name:
             out = {k: entry[k] for k in SERVO_FIELDS if k in entry}
             for k, v in out.items():
@@ -262,7 +263,7 @@ def calibration_summary(cal: LiveCalibration, runner: Runner,
                         windows: dict[str, tuple[int, int]]) -> dict[str, Any]:
     """Captures, windows before/after, and the mean flexion (thumb..pinky) over each named frame
     window [lo, hi) (the shared video's open-hand and fist frames)."""
-    by_frame = {i: runner.flexions[stamp] for i, _, _, stamp in runner.frames if stamp in runner.flexions}
+    by_frame = {i: runner.monitor.flexions[stamp] for i, _, _, stamp in runner.monitor.frames if stamp in runner.monitor.flexions}
 
     def mean_at(lo: int, hi: int) -> list[float] | None:
         vals = [by_frame[i] for i in range(lo, hi) if i in by_frame]
@@ -274,7 +275,7 @@ def calibration_summary(cal: LiveCalibration, runner: Runner,
         "windows_before": cal.windows_before,
         "windows_after": cal.windows_after,
         "mean_flexion": {name: mean_at(lo, hi) for name, (lo, hi) in windows.items()},
-        "flexion_messages": len(runner.flexions),
+        "flexion_messages": len(runner.monitor.flexions),
     }
 
 

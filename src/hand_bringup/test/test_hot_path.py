@@ -12,7 +12,7 @@ import pytest
 
 from hand_bringup.bench_pipeline import wire_latencies
 from hand_bringup.bringup import NODES
-from hand_bringup.runner import RunConfig, Runner, nice_prefix, process_cpu_seconds
+from hand_bringup.runner_core import RunConfig, Runner, nice_prefix, process_cpu_seconds
 from hand_common import contract
 
 
@@ -34,17 +34,17 @@ def test_process_cpu_seconds_reads_proc():
 def test_safe_pose_trips_count_only_while_tracked(tmp_path):
     runner = Runner(RunConfig(profile="demo", out_dir=tmp_path))
     twin, servo = f"{contract.TWIN_NODE}: physics", f"{contract.SERVO_DRIVER_NODE}: link"
-    runner.frames.append((0, 1.0, True, 0))
-    runner._count_safe_pose(twin, {"watchdog": "waiting", "real_time_factor_total": "0.0"})  # before any command
-    runner._count_safe_pose(twin, {"watchdog": "ok", "real_time_factor_total": "0.998"})
-    runner._count_safe_pose(servo, {"stale": "False"})
-    runner._count_safe_pose(twin, {"watchdog": "timed_out"}, now=2.0)  # a trip in the middle of tracking ...
-    runner._count_safe_pose(twin, {"watchdog": "ok"}, now=3.0)
-    runner.frames.append((1, 4.0, True, 0))  # ... frames came after it
-    runner._count_safe_pose(twin, {"watchdog": "timed_out"}, now=5.0)  # the end of the video: none after
-    runner._count_safe_pose(servo, {"stale": "True"}, now=5.0)
-    assert runner.safe_pose_trips == {"servo_driver": 0, "twin": 1}
-    assert runner.twin_rtf == pytest.approx(0.998)
+    runner.monitor.frames.append((0, 1.0, True, 0))
+    runner.monitor.count_safe_pose(twin, {"watchdog": "waiting", "real_time_factor_total": "0.0"})  # before any command
+    runner.monitor.count_safe_pose(twin, {"watchdog": "ok", "real_time_factor_total": "0.998"})
+    runner.monitor.count_safe_pose(servo, {"stale": "False"})
+    runner.monitor.count_safe_pose(twin, {"watchdog": "timed_out"}, now=2.0)  # a trip in the middle of tracking ...
+    runner.monitor.count_safe_pose(twin, {"watchdog": "ok"}, now=3.0)
+    runner.monitor.frames.append((1, 4.0, True, 0))  # ... frames came after it
+    runner.monitor.count_safe_pose(twin, {"watchdog": "timed_out"}, now=5.0)  # the end of the video: none after
+    runner.monitor.count_safe_pose(servo, {"stale": "True"}, now=5.0)
+    assert runner.monitor.safe_pose_trips == {"servo_driver": 0, "twin": 1}
+    assert runner.monitor.twin_rtf == pytest.approx(0.998)
 
 
 def test_wire_latency_is_the_age_of_the_newest_capture(tmp_path):

@@ -72,18 +72,21 @@ def test_unpaced_bag_replay_records_every_message(source_bag, tmp_path, run):
     assert sorted(indices) == list(range(N))
 
 
-class _FakeBag:
+class _FakeRecorder:
     def __init__(self, counts):
-        self.counts = counts
+        self._counts = counts
+
+    def counts(self):
+        return dict(self._counts)
 
 
 def test_a_lost_message_is_named_with_the_topic_and_the_numbers(tmp_path):
-    from hand_bringup.runner import RunConfig, Runner
+    from hand_bringup.runner_core import RunConfig, Runner
 
     runner = Runner(RunConfig(profile="rviz", out_dir=tmp_path))
-    runner.diagnostics = {"hand_tracker: tracking": {"watchdog": "finished", "frames": "533"}}
-    runner._landmark_msgs = 533
-    runner.bag = _FakeBag({contract.TOPIC_LANDMARKS: 483, contract.TOPIC_JOINT_STATES: 100})
+    runner.monitor.diagnostics = {"hand_tracker: tracking": {"watchdog": "finished", "frames": "533"}}
+    runner.monitor.landmark_msgs = 533
+    runner.recorder = _FakeRecorder({contract.TOPIC_LANDMARKS: 483, contract.TOPIC_JOINT_STATES: 100})
     runner._check_recording()
     assert runner.recording[contract.TOPIC_LANDMARKS] == {"published": 533, "recorded": 483, "monitor": 533}
     assert runner.recording[contract.TOPIC_JOINT_STATES]["published"] is None
@@ -92,11 +95,11 @@ def test_a_lost_message_is_named_with_the_topic_and_the_numbers(tmp_path):
 
 
 def test_nothing_lost_is_no_problem(tmp_path):
-    from hand_bringup.runner import RunConfig, Runner
+    from hand_bringup.runner_core import RunConfig, Runner
 
     runner = Runner(RunConfig(profile="rviz", out_dir=tmp_path))
-    runner.diagnostics = {"hand_tracker: tracking": {"watchdog": "finished", "frames": "533"}}
-    runner._landmark_msgs = 533
-    runner.bag = _FakeBag({contract.TOPIC_LANDMARKS: 533})
+    runner.monitor.diagnostics = {"hand_tracker: tracking": {"watchdog": "finished", "frames": "533"}}
+    runner.monitor.landmark_msgs = 533
+    runner.recorder = _FakeRecorder({contract.TOPIC_LANDMARKS: 533})
     runner._check_recording()
     assert runner.recording_problems == []

@@ -1,0 +1,406 @@
+"""The embedded runner's core (:class:`Runner`): start one bringup profile's node processes with
+the same executables and ``config/*.yaml`` files as ``launch/*.launch.py`` (both read
+:mod:`hand_bringup.bringup`), bring them through their lifecycle in order, supervise them until
+the source ends (or Ctrl-C), and stop them: actuators first (safe pose), then the rest
+(:func:`hand_bringup.bringup.shutdown_order`). What it measures is in
+:mod:`hand_bringup.runner_monitor`, its bag in :mod:`hand_bringup.runner_recording`, its command
+line in :mod:`hand_bringup.runner`.
+
+Supervision: the node processes die with the runner whatever kills it (PR_SET_PDEATHSIG, see
+:mod:`hand_common.processes`); a run refuses to start when nodes of the same names are already
+alive on its ROS_DOMAIN_ID.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from hand_bringup.bringup import (
+    NodeSpec,
+    executable_path,
+    profile_nodes,
+    profile_params,
+    share_file,
+    shutdown_order,
+)
+from hand_bringup.runner_monitor import RunMonitor
+from hand_bringup.runner_recording import Recorder, check_counts, summary_lines
+from hand_common import contract
+from hand_common.processes import NodeProcess, ensure_local_discovery
+
+
+def nice_prefix(nice: int) -> list[str]:
+    """``["nice", "-n", "<nice>"]`` (coreutils, execs the command: same pid) or [] for nice 0 or
+    where there is no ``nice`` program."""
+    import shutil
+
+    exe = shutil.which("nice") if nice else None
+    return [exe, "-n", str(int(nice))] if exe else []
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a running process (all its threads) from /proc; None if it
+    is gone or there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def ros_value(v: Any) -> str:
+    """Python value → the text of a ``-p name:=value`` override (YAML scalar)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+@dataclass
+class RunConfig:
+    """What to run: a bringup profile plus per-node parameter overrides and outputs."""
+
+    profile: str
+    out_dir: pathlib.Path
+    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    params_files: dict[str, str] = field(default_factory=dict)
+    record: bool = True
+    sim_board: bool = True
+    video_frames: int | None = None  # stop after this many frames have been processed
+    idle_stop_s: float | None = None  # stop when no landmarks arrive for this long (end of a file)
+    duration_s: float | None = None
+
+
+class DuplicateNodesError(RuntimeError):
+    """Nodes with this profile's names are already running on this ROS_DOMAIN_ID."""
+
+
+class Runner:
+    """Starts, supervises and stops one profile's node processes (see module docstring).
+
+    monitor: the live measurements (:class:`~hand_bringup.runner_monitor.RunMonitor`); recorder:
+    the bag (:class:`~hand_bringup.runner_recording.Recorder`, None without recording or before
+    :meth:`connect`); recording, recording_problems: the published-vs-recorded check after
+    :meth:`stop`.
+    """
+
+    #: Seconds to let DDS discovery show nodes already running on the domain before starting ours.
+    DISCOVERY_WAIT_S = 1.5
+    #: After the source finished: seconds without a new recorded message before giving up the drain.
+    DRAIN_IDLE_S = 3.0
+    DRAIN_MAX_S = 60.0
+
+    def __init__(self, cfg: RunConfig):
+        ensure_local_discovery()
+        self.cfg = cfg
+        self.specs: list[NodeSpec] = profile_nodes(cfg.profile)
+        unknown = sorted((set(cfg.overrides) | set(cfg.params_files)) - {s.key for s in self.specs})
+        if unknown:
+            raise ValueError(f"no node {unknown} in profile '{cfg.profile}'; its nodes are "
+                             f"{[s.key for s in self.specs]}")
+        for spec in self.specs:  # the profile's own parameters (two_hands: hands: two); -p overrides win
+            for k, v in profile_params(cfg.profile, spec.key).items():
+                cfg.overrides.setdefault(spec.key, {}).setdefault(k, v)
+        self.two_hands = cfg.overrides.get("tracker", {}).get("hands") == "two"
+        self.log_dir = cfg.out_dir / "logs"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.procs: dict[str, NodeProcess] = {}
+        self.board: NodeProcess | None = None
+        self.probe = None
+        self.recorder: Recorder | None = None
+        self.monitor = RunMonitor(self.two_hands)
+        self.t_start = time.time()
+        self.cpu_seconds: dict[str, float] = {}  # process -> CPU s, sampled just before shutdown
+        self._own_cpu0 = sum(os.times()[:2])  # the runner's CPU s counted from here
+        self.failure: str | None = None
+        #: {topic: {"published": n or None, "recorded": n, "monitor": n or None}} after stop()
+        self.recording: dict[str, dict[str, int | None]] = {}
+        #: human-readable lines, one per topic that lost messages (empty: nothing lost)
+        self.recording_problems: list[str] = []
+        self.source_problem: str | None = None
+
+    # --- processes ----------------------------------------------------------------------------
+    def _start_board(self) -> str:
+        link = str(self.cfg.out_dir / "servo_board.tty")
+        self.board = NodeProcess.module(
+            "hand_servo_driver.sim_board", "--link", link, "--log", str(self.cfg.out_dir / "servo_board_pulses.jsonl"),
+            log_path=str(self.log_dir / "sim_board.log"))
+        end = time.monotonic() + 15
+        while not os.path.exists(link):
+            if not self.board.alive() or time.monotonic() > end:
+                raise RuntimeError(f"simulated board did not come up:\n{self.board.tail()}")
+            time.sleep(0.05)
+        return link
+
+    def _node_args(self, spec: NodeSpec) -> list[str]:
+        params = self.cfg.params_files.get(spec.key) or share_file(spec.package, spec.params_file)
+        args = [executable_path(spec), "--ros-args", "-r", f"__node:={spec.name}", "--params-file", params]
+        for k, v in self.cfg.overrides.get(spec.key, {}).items():
+            args += ["-p", f"{k}:={ros_value(v)}"]
+        return args
+
+    def refuse_running_nodes(self, wait_s: float | None = None) -> None:
+        """DuplicateNodesError naming the nodes of this profile that are already alive on this
+        ROS_DOMAIN_ID (another run, or nodes a killed run left behind): two nodes of one name would
+        both answer lifecycle calls and both drive the actuators. Waits ``wait_s`` for discovery."""
+        from hand_common.probe import RosProbe
+
+        if self.probe is None:
+            self.probe = RosProbe("hand_runner")
+        names = {s.name for s in self.specs}
+        end = time.monotonic() + (self.DISCOVERY_WAIT_S if wait_s is None else wait_s)
+        found: set[str] = set()
+        while True:
+            found |= {n for n, ns in self.probe.node.get_node_names_and_namespaces() if n in names and ns == "/"}
+            if time.monotonic() >= end:
+                break
+            time.sleep(0.1)
+        if found:
+            domain = os.environ.get("ROS_DOMAIN_ID", "0")
+            raise DuplicateNodesError(
+                f"nodes {', '.join('/' + n for n in sorted(found))} are already running on ROS_DOMAIN_ID "
+                f"{domain}: stop that run first (or use another ROS_DOMAIN_ID)")
+
+    def start(self) -> None:
+        self.refuse_running_nodes()
+        if any(s.key == "joint_mapper" for s in self.specs):
+            # no robot_state_publisher here: read the URDF file without waiting for /robot_description
+            self.cfg.overrides.setdefault("joint_mapper", {}).setdefault("description_timeout_s", 0.0)
+        if any(s.key == "servo_driver" for s in self.specs) and self.cfg.sim_board:
+            port = self._start_board()
+            self.cfg.overrides.setdefault("servo_driver", {}).setdefault("port", port)
+        for spec in self.specs:
+            # not on the hot path: a higher niceness (NodeSpec.nice), so the tracker runs first
+            self.procs[spec.key] = NodeProcess(nice_prefix(spec.nice) + self._node_args(spec),
+                                               str(self.log_dir / f"{spec.key}.log"))
+
+    def sample_cpu(self) -> dict[str, float]:
+        """CPU seconds per process now (node keys, ``sim_board``, ``runner``) into ``cpu_seconds``."""
+        procs = dict(self.procs) | ({"sim_board": self.board} if self.board else {})
+        for key, p in procs.items():
+            cpu = process_cpu_seconds(p.pid)
+            if cpu is not None:
+                self.cpu_seconds[key] = round(cpu, 2)
+        self.cpu_seconds["runner"] = round(sum(os.times()[:2]) - self._own_cpu0, 2)
+        return dict(self.cpu_seconds)
+
+    def check_alive(self) -> None:
+        """Set ``failure`` (and raise) if any node process has exited."""
+        for key, p in list(self.procs.items()) + ([("sim_board", self.board)] if self.board else []):
+            if not p.alive():
+                self.failure = f"{key} exited with code {p.proc.returncode}; last lines of its log:\n{p.tail()}"
+                raise RuntimeError(self.failure)
+
+    # --- ROS side -------------------------------------------------------------------------------
+    def connect(self) -> None:
+        from hand_common.probe import RosProbe
+
+        if self.probe is None:
+            self.probe = RosProbe("hand_runner")
+        if self.cfg.record:
+            self._start_recording()
+        self.monitor.subscribe(self.probe.node)
+
+    def _start_recording(self) -> None:
+        """Open the bag; topics are added as the nodes' publishers appear (the main ones now)."""
+        self.recorder = Recorder(self.probe.node, self.cfg.out_dir / f"{self.cfg.profile}_bag",
+                                 on_diagnostics=self._recorded_diagnostics)
+        for topic, type_name in self._expected_topics().items():
+            self.recorder.record(topic, type_name)
+
+    def _recorded_diagnostics(self, msg) -> None:
+        # what the run knows of its nodes is what its bag holds: one reader, one stream
+        self.monitor.diagnostics_from_bag = True
+        self.monitor.read_diagnostics(msg)
+
+    def flush_recording(self) -> None:
+        """Commit the bag's pending segment if it is due (called ~20 times a second)."""
+        if self.recorder is not None:
+            self.recorder.flush()
+
+    def bring_up(self, timeout: float = 60.0) -> None:
+        """Wait for every node's lifecycle services (failing fast, with its log, if a process dies),
+        check the -p overrides against what the nodes declare, then configure and activate them in
+        order. RuntimeError names the node and quotes its log."""
+        from hand_common.lifecycle_client import LifecycleClient, LifecycleError
+
+        client = LifecycleClient(self.probe.node, timeout=timeout)
+        names = [s.name for s in self.specs]
+        end = time.monotonic() + timeout
+        while True:
+            self.check_alive()
+            try:
+                client.wait_for(names, timeout=0.5)
+                break
+            except LifecycleError as exc:
+                if time.monotonic() > end:
+                    raise RuntimeError(f"{exc}; see {self.log_dir}") from None
+        self._check_overrides()
+        try:
+            client.bring_up(names, before_activate=self._wait_for_publishers)
+        except LifecycleError as exc:
+            key = next((s.key for s in self.specs if f"/{s.name}:" in str(exc)), None)
+            tail = f"\nlast lines of {self.procs[key].log_path}:\n{self.procs[key].tail(8)}" if key else ""
+            raise RuntimeError(f"{exc}{tail}") from None
+
+    def _check_overrides(self) -> None:
+        """rclpy silently ignores an override of an undeclared parameter: refuse such typos."""
+        from rcl_interfaces.srv import ListParameters
+
+        for spec in self.specs:
+            wanted = set(self.cfg.overrides.get(spec.key, {}))
+            if not wanted:
+                continue
+            res = self.probe.call(ListParameters, f"/{spec.name}/list_parameters", ListParameters.Request(),
+                                  timeout=60.0)  # a node still starting answers once it spins
+            unknown = sorted(wanted - set(res.result.names))
+            if unknown:
+                raise ValueError(f"/{spec.name} declares no parameter {unknown} (check -p {spec.key}.<name>)")
+
+    def _expected_topics(self) -> dict[str, str]:
+        """The main topics this profile's nodes publish: {topic: type}. They are subscribed before
+        the nodes are configured, so discovery has matched them by the time frames flow."""
+        landmarks, joints = "hand_msgs/msg/HandLandmarksArray", "sensor_msgs/msg/JointState"
+        keys = {s.key for s in self.specs}
+        out = {contract.TOPIC_DIAGNOSTICS: "diagnostic_msgs/msg/DiagnosticArray"}
+        if "tracker" in keys:
+            out[contract.TOPIC_LANDMARKS] = landmarks
+            for t in (contract.TOPIC_TARGET_FLEXIONS, contract.TOPIC_JOINT_FLEXIONS):
+                if self.two_hands:
+                    out.update({contract.side_topic(t, side): joints for side in contract.HAND_SIDES})
+                else:
+                    out[t] = joints
+        if "twin" in keys:
+            if self.cfg.overrides.get("twin", {}).get("hands") == "two":
+                out.update({contract.side_topic(contract.TOPIC_TWIN_JOINT_STATES, side): joints
+                            for side in contract.HAND_SIDES})
+            else:
+                out[contract.TOPIC_TWIN_JOINT_STATES] = joints
+        if "joint_mapper" in keys:
+            out[contract.TOPIC_JOINT_STATES] = joints
+        return out
+
+    def _wait_for_publishers(self, timeout: float = 10.0) -> None:
+        """Before anything is active: the recorder's subscriptions of the main topics have matched
+        their publishers (:meth:`Recorder.wait_for_publishers`)."""
+        if self.recorder is None:
+            return
+        expected = {t for t in self._expected_topics() if t != contract.TOPIC_DIAGNOSTICS}
+        self.recorder.wait_for_publishers(expected, [s.name for s in self.specs], timeout)
+
+    def bring_down(self) -> list[str]:
+        from hand_common.lifecycle_client import LifecycleClient
+
+        if self.probe is None:
+            return []
+        client = LifecycleClient(self.probe.node, timeout=10.0)
+        alive = [s.name for s in shutdown_order(self.specs) if self.procs.get(s.key) and self.procs[s.key].alive()]
+        return client.bring_down(alive, final="shutdown")
+
+    def stop(self) -> None:
+        self.sample_cpu()
+        problems = []
+        try:
+            problems = self.bring_down()
+        except Exception as exc:  # noqa: BLE001 - never skip stopping the processes
+            problems.append(f"lifecycle shutdown: {exc}")
+        for p in problems:
+            print(f"[runner] warning: {p}", file=sys.stderr)
+        for spec in shutdown_order(self.specs):
+            if spec.key in self.procs:
+                self.procs[spec.key].stop()
+        if self.board:
+            self.board.stop()
+        if self.recorder is not None:
+            self.recorder.close()
+        self._check_recording()
+        if self.probe is not None:
+            self.probe.close()
+
+    # --- progress -------------------------------------------------------------------------------
+    def check_source(self) -> None:
+        """Set ``source_problem`` (and raise RuntimeError) if the tracker reports frames it could
+        not read: a broken or truncated file, an unreadable image (its message names the frame)."""
+        st = self.monitor.tracker_status()
+        error, bad = st.get("last_error", ""), int(st.get("bad_frames", "0") or 0)
+        if error or bad:
+            if not error and "tracker" in self.procs:  # skipped frames are logged, not in the diagnostics
+                lines = [ln for ln in self.procs["tracker"].tail(200).splitlines() if "frame" in ln and
+                         ("WARN" in ln or "ERROR" in ln)]
+                error = "; ".join(lines[-3:]) or f"see {self.procs['tracker'].log_path}"
+            self.source_problem = (f"source {st.get('source', '?')} broke after {st.get('frames', '?')} frames "
+                                   f"({bad} bad frames): {error}")
+            raise RuntimeError(self.source_problem)
+
+    def progress_line(self) -> str:
+        """The one-line progress report printed every second."""
+        return self.monitor.progress_line(self.cfg.video_frames)
+
+    def finished(self) -> bool:
+        frames = self.monitor.frames
+        if self.monitor.source_finished():
+            return True
+        if self.cfg.video_frames and max(len(frames), self._recorded(contract.TOPIC_LANDMARKS)) >= \
+                self.cfg.video_frames:  # whichever of the monitor and the bag has counted them all first
+            return True
+        if self.cfg.idle_stop_s and frames and time.time() - frames[-1][1] > self.cfg.idle_stop_s:
+            return True
+        return bool(self.cfg.duration_s and time.time() - self.t_start > self.cfg.duration_s)
+
+    def _recorded(self, topic: str) -> int:
+        """Messages of ``topic`` written to the bag so far (0 without a bag)."""
+        return self.recorder.count(topic) if self.recorder is not None else 0
+
+    def supervise(self, on_tick=None) -> None:
+        """Until finished (or Ctrl-C): check processes, print progress, call ``on_tick``."""
+        last_print = 0.0
+        while not self.finished():
+            self.check_alive()
+            self.flush_recording()
+            if on_tick is not None:
+                on_tick(self)
+            if time.monotonic() - last_print > 1.0:
+                print(self.progress_line(), flush=True)
+                last_print = time.monotonic()
+            time.sleep(0.05)
+        print(self.progress_line(), flush=True)
+        self.drain_recording()
+        self.check_source()
+
+    def published_counts(self) -> dict[str, int]:
+        """Messages the tracker says it sent, per topic, once its source finished
+        (:meth:`RunMonitor.published_counts`)."""
+        landmarks = self.cfg.overrides.get("tracker", {}).get("publish_landmarks", True) is not False
+        return self.monitor.published_counts(landmarks)
+
+    def drain_recording(self) -> None:
+        """Before stopping: wait until the bag holds every published message that is known (see
+        :meth:`published_counts`), while those topics' recorded counts still grow (``DRAIN_IDLE_S``),
+        at most ``DRAIN_MAX_S``. Only the counted topics decide: /diagnostics keeps arriving at its
+        own rate and must not keep a run that lost messages waiting forever (it then fails in
+        :meth:`_check_recording`, naming the topic and the numbers)."""
+        if self.recorder is None:
+            return
+        start = time.monotonic()
+        end = start + self.DRAIN_IDLE_S
+        while not self.monitor.source_finished() and self.cfg.video_frames and time.monotonic() < end:
+            time.sleep(0.05)  # the tracker's final count comes with its next diagnostics
+        self.recorder.drain(self.published_counts, self.check_alive, idle_s=self.DRAIN_IDLE_S,
+                            until=start + self.DRAIN_MAX_S)
+
+    def _check_recording(self) -> None:
+        """Fill ``recording`` and ``recording_problems`` (bag closed: its final counts)."""
+        if self.recorder is None:
+            return
+        self.recording, problems = check_counts(self.recorder.counts(), self.published_counts(),
+                                                self.monitor.received_counts())
+        self.recording_problems.extend(problems)
+
+    def recording_summary(self) -> str:
+        """One line per recorded topic: published (where known) vs recorded."""
+        return summary_lines(self.recording)

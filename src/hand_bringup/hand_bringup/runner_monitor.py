@@ -1,0 +1,169 @@
+"""What a run measures while it runs (:class:`RunMonitor`): the frames the tracker published, the
+flexions and their latency as an actuator sees them, the nodes' latest diagnostics, the actuators'
+safe-pose trips, the twin's real-time factor, and the progress line. No process handling, no bag.
+
+Subscriptions: :data:`MONITOR_QOS` (contract.RECORD: reliable keep-all, so that a busy Python
+process on 2 shared cores loses nothing of a burst), and the latency probe at :data:`LATENCY_QOS`
+(contract.LATEST: the age of the newest command when it arrives, not the runner's backlog).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from hand_common import contract
+from hand_common.stats import percentiles_ms, rate_hz
+
+#: The runner's subscriptions (recorder and measurements): contract.RECORD (reliable keep-all), so
+#: that a busy Python process (2 shared cores) loses nothing of a burst: DDS fills the reader's
+#: queue from its own threads and the runner drains it.
+MONITOR_QOS = contract.RECORD
+#: The latency probe subscribes like an actuator (contract.LATEST: reliable, keep-last 1): the
+#: figure is the age of the newest command when it arrives, not the runner's own backlog.
+LATENCY_QOS = contract.LATEST
+
+
+class RunMonitor:
+    """The live measurements of one run (see module docstring). two_hands: the tracker publishes
+    the per-side flexion topics."""
+
+    def __init__(self, two_hands: bool = False) -> None:
+        self.two_hands = two_hands
+        # (frame_index, receive wall time, hand found, capture stamp ns) per /hand/landmarks message
+        self.frames: list[tuple[int, float, bool, int]] = []
+        self.flexion_latency: list[float] = []  # s, as a keep-last-1 subscriber sees them
+        self.twin_rtf: float | None = None  # twin's real-time factor since activation (diagnostics)
+        self._trips: list[tuple[str, float]] = []  # (actuator, wall time) OK -> safe-pose transitions
+        self._actuators_seen: set[str] = set()
+        self._watchdog_ok: dict[str, bool] = {}
+        self.flexions: dict[int, list[float]] = {}  # capture stamp ns -> flexion thumb..pinky
+        self.last_flexion: list[float] = []
+        self.diagnostics: dict[str, dict[str, str]] = {}
+        self.landmark_msgs = 0
+        self.flexion_msgs = 0
+        #: /diagnostics is recorded: the recorder's reader feeds :meth:`read_diagnostics`
+        self.diagnostics_from_bag = False
+
+    def subscribe(self, node) -> None:
+        """Create the measurement subscriptions on ``node`` (the runner's probe node)."""
+        from diagnostic_msgs.msg import DiagnosticArray
+        from hand_msgs.msg import HandLandmarksArray
+        from sensor_msgs.msg import JointState
+
+        node.create_subscription(HandLandmarksArray, contract.TOPIC_LANDMARKS, self._on_landmarks,
+                                 contract.qos(MONITOR_QOS))
+        for topic in ([contract.side_topic(contract.TOPIC_TARGET_FLEXIONS, s) for s in contract.HAND_SIDES]
+                      if self.two_hands else [contract.TOPIC_TARGET_FLEXIONS]):
+            node.create_subscription(JointState, topic, self._on_flexions, contract.qos(MONITOR_QOS))
+            node.create_subscription(JointState, topic, self._on_latest_flexions, contract.qos(LATENCY_QOS))
+        node.create_subscription(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, self._on_diagnostics,
+                                 contract.qos(MONITOR_QOS))
+
+    def _on_landmarks(self, msg) -> None:
+        self.landmark_msgs += 1
+        idx = msg.hands[0].frame_index if msg.hands else (self.frames[-1][0] + 1 if self.frames else 0)
+        stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+        self.frames.append((int(idx), time.time(), bool(msg.hands), stamp))
+
+    def _on_latest_flexions(self, msg) -> None:
+        latency = time.time() - (msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
+        if -0.5 < latency < 10.0:  # else the stamp is not a capture time on this clock (replayed stamps)
+            self.flexion_latency.append(latency)
+
+    def _on_flexions(self, msg) -> None:
+        self.flexion_msgs += 1
+        stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+        by_name = dict(zip(msg.name, msg.position))
+        self.flexions[stamp] = [float(by_name.get(f, math.nan)) for f in contract.FINGER_NAMES]
+        self.last_flexion = self.flexions[stamp]
+
+    def _on_diagnostics(self, msg) -> None:
+        if not self.diagnostics_from_bag:  # else the recorder's reader feeds read_diagnostics
+            self.read_diagnostics(msg)
+
+    def read_diagnostics(self, msg) -> None:
+        """Keep every status of a diagnostic_msgs/DiagnosticArray (by status name)."""
+        for status in msg.status:
+            entry = {kv.key: kv.value for kv in status.values}
+            entry["_level"] = str(int.from_bytes(status.level, "little") if isinstance(status.level, bytes)
+                                  else int(status.level))
+            entry["_message"] = status.message
+            self.diagnostics[status.name] = entry
+            self.count_safe_pose(status.name, entry)
+
+    def count_safe_pose(self, name: str, entry: dict[str, str], now: float | None = None) -> None:
+        """Count an actuator's transitions from following commands to its safe pose (twin:
+        ``watchdog`` ok → stale; servo driver: ``stale`` False → True) and keep the twin's RTF."""
+        if contract.TWIN_NODE in name and "watchdog" in entry:
+            key, ok = "twin", entry["watchdog"] == "ok"
+            try:
+                if "real_time_factor_total" in entry:
+                    self.twin_rtf = float(entry["real_time_factor_total"])
+            except ValueError:
+                pass
+        elif contract.SERVO_DRIVER_NODE in name and "stale" in entry:
+            key, ok = "servo_driver", entry["stale"] != "True"
+        else:
+            return
+        if self._watchdog_ok.get(key) and not ok:
+            self._trips.append((key, time.time() if now is None else now))
+        self._actuators_seen.add(key)
+        self._watchdog_ok[key] = ok
+
+    @property
+    def safe_pose_trips(self) -> dict[str, int]:
+        """Per actuator: transitions to the safe pose while the hand was still being tracked (a
+        landmarks message arrived after it; the one when the video ends is not a trip). Seen at
+        the diagnostics rate (1 Hz), so a trip shorter than a second between two reports can be
+        missed; the servo driver's ``stale_events`` counter is in the summary's servo section."""
+        last = self.frames[-1][1] if self.frames else -math.inf
+        out = dict.fromkeys(sorted(self._actuators_seen), 0)
+        for key, t in self._trips:
+            if t < last:
+                out[key] += 1
+        return out
+
+    def progress_line(self, video_frames: int | None = None) -> str:
+        """The one-line progress report (video_frames: the source's frame count, if known)."""
+        n = len(self.frames)
+        det = sum(1 for f in self.frames if f[2])
+        total = f"/{video_frames}" if video_frames else ""
+        fps = rate_hz([f[1] for f in self.frames[-60:]])
+        lat = percentiles_ms(self.flexion_latency[-60:])["p50"]
+        flex = " ".join(f"{v:.2f}" for v in self.last_flexion)
+        return (f"[runner] frames {n}{total}  hand {det}/{n}  {fps or 0:.1f} fps  "
+                f"capture→flexion {lat or 0:.1f} ms  flexion [{flex}]")
+
+    def tracker_status(self) -> dict[str, str]:
+        """The tracker's latest ``: tracking`` diagnostic values ({} before the first one)."""
+        for name, entry in self.diagnostics.items():
+            if name.endswith(": tracking") and "watchdog" in entry:
+                return entry
+        return {}
+
+    def source_finished(self) -> bool:
+        """True once the tracker reports that its finite source ended (video, images, bag)."""
+        return self.tracker_status().get("watchdog") == "finished"
+
+    def published_counts(self, landmarks_published: bool = True) -> dict[str, int]:
+        """Messages the publishers say they sent, per topic, where they say it, once the tracker's
+        source finished: /hand/landmarks from its ``frames`` diagnostic (one message per frame,
+        when ``landmarks_published``), /hand/target_flexions and /hand/joint_flexions from its
+        ``flexions_published``."""
+        st = self.tracker_status()
+        out: dict[str, int] = {}
+        if st.get("watchdog") != "finished" or self.two_hands:
+            return out
+        if "frames" in st and landmarks_published:
+            out[contract.TOPIC_LANDMARKS] = int(st["frames"])
+        if "flexions_published" in st:
+            out[contract.TOPIC_TARGET_FLEXIONS] = out[contract.TOPIC_JOINT_FLEXIONS] = int(st["flexions_published"])
+        return out
+
+    def received_counts(self) -> dict[str, int]:
+        """Messages the runner's own keep-all subscriptions received, per topic it counts."""
+        out = {contract.TOPIC_LANDMARKS: self.landmark_msgs}
+        if not self.two_hands:
+            out[contract.TOPIC_TARGET_FLEXIONS] = self.flexion_msgs
+        return out
