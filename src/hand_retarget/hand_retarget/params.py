@@ -69,6 +69,12 @@ RETARGET_PARAMS: tuple[Param, ...] = (
           "geometry (> rest_blend_open_flexion)", range=(0.01, 1.0)),
     Param("kapandji_touch", 0.25, "Kapandji: a site is touched within this in-plane distance (palm widths)",
           range=(0.01, 2.0)),
+    Param("kapandji_image_min_facing", 0.7, "Kapandji and pinch: the picture's in-plane thumb - site distances "
+          "count (the smaller of picture and world landmarks) when the palm normal's |cos| to the camera axis "
+          "is at least this; above 1 = never", range=(0.0, 1.5)),
+    Param("kapandji_image_disagree", 0.5, "pinch: when the picture shows the thumb tip on a fingertip and the "
+          "world landmarks have them more than this apart (3-D, palm widths), the thumb is moved where the "
+          "picture shows it before retargeting", range=(0.05, 5.0)),
     Param("measured_topic", "/dex_twin/joint_states", "measured joint states of the robot (for its Kapandji score)"),
     Param("diagnostics_rate", 1.0, "Hz of /diagnostics", range=(0.1, 10.0)),
 )
@@ -115,7 +121,9 @@ def pipeline_config(values: dict[str, Any]) -> PipelineConfig:
                                     scale=float(v["scale"])),
         retarget=RetargetConfig(method=v["method"], project_dist=float(v["project_dist"]),
                                 escape_dist=float(v["escape_dist"])),
-        kapandji=KapandjiConfig(touch=float(v["kapandji_touch"])),
+        kapandji=KapandjiConfig(touch=float(v["kapandji_touch"]),
+                                image_min_facing=float(v["kapandji_image_min_facing"]),
+                                image_disagree=float(v["kapandji_image_disagree"])),
         rest_blend=RestBlendConfig(enabled={"auto": None, "enabled": True, "disabled": False}[v["rest_blend"]],
                                    open_flexion=float(v["rest_blend_open_flexion"]),
                                    release_flexion=float(v["rest_blend_release_flexion"])),

@@ -1,9 +1,13 @@
 """The whole dexterous chain as plain Python (no rclpy): what ``retarget_node`` wires to topics, and
 what the tests, the benchmark and the demo run in-process.
 
-landmarks (21, 3) + handedness ─► :class:`~hand_retarget.preprocess.Preprocessor` ─► miss (reason)
+landmarks (21, 3) + handedness (+ image landmarks: a pinch the picture shows moves the world
+                                   thumb there, :func:`~hand_retarget.kapandji.image_pinch`)
+                                   ▼
+                                   :class:`~hand_retarget.preprocess.Preprocessor` ─► miss (reason)
                                    │ robot palm frame, mirrored, calibrated, scaled
-                                   ├─► human Kapandji score (on the operator's own geometry)
+                                   ├─► human Kapandji score (on the operator's own geometry, and
+                                   │   the picture's in-plane distances where the palm faces the camera)
                                    ▼
                      :mod:`~hand_retarget.rest_blend`: open digits -> the robot's rest landmarks
                                    ▼  (all open: the target is the rest pose, no optimizer call)
@@ -35,7 +39,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .kapandji import KapandjiConfig, KapandjiResult, contact_distances, kapandji, robot_kapandji
+from .kapandji import (
+    KapandjiConfig,
+    KapandjiResult,
+    contact_distances,
+    image_pinch,
+    image_site_distances,
+    kapandji,
+    robot_kapandji,
+)
 from .preprocess import PreprocessConfig, Preprocessor
 from .rest_blend import RestBlendConfig, blend, blend_weights, default_windows, digit_flexions
 from .retarget import RetargetConfig, Retargeter
@@ -67,7 +79,10 @@ class PipelineConfig:
 @dataclass(frozen=True)
 class FrameResult:
     """One landmark frame. ok False = a miss (reason); otherwise ``target`` (20,) rad, ``human`` score
-    and ``landmarks`` (21, 3) m in the robot palm frame (the retargeting input)."""
+    and ``landmarks`` (21, 3) m in the robot palm frame (the retargeting input). ``pinch``: the
+    Kapandji level (3-6) of the fingertip the picture showed the thumb on while the world landmarks
+    had it apart (the world thumb was moved there, :func:`~hand_retarget.kapandji.image_pinch`), 0 if
+    none."""
 
     ok: bool
     reason: str = ""
@@ -75,6 +90,7 @@ class FrameResult:
     human: KapandjiResult | None = None
     landmarks: np.ndarray | None = None
     retarget_ms: float = float("nan")
+    pinch: int = 0
 
 
 class DexPipeline:
@@ -123,6 +139,8 @@ class DexPipeline:
         self.rest_blend = config.rest_blend.enabled if config.rest_blend.enabled is not None else self.robot is not None
         #: per-digit blend weights of the last accepted frame (thumb..pinky), NaN before the first
         self.last_weights = np.full(5, np.nan)
+        #: accepted frames whose world thumb was moved onto the fingertip the picture showed it on
+        self.image_pinches = 0
 
     @property
     def joint_names(self) -> tuple[str, ...]:
@@ -132,11 +150,21 @@ class DexPipeline:
               size: tuple[int, int] | None = None) -> FrameResult:
         """Preprocess and retarget one hand's world landmarks (21, 3) m seen at ``t`` s. ``image``
         (21, 3) normalised image landmarks and ``size`` (width, height) px, when given, let the
-        rest blend read the digits' flexions on the tracker's fused skeleton (as the tracker does)."""
-        pre = self.pre.process(world, handedness, t)
+        rest blend read the digits' flexions on the tracker's fused skeleton (as the tracker does),
+        and the picture's thumb - site distances count where world depth disagrees with them
+        (:mod:`~hand_retarget.kapandji`: the human score, and a fingertip pinch the picture shows
+        moves the world thumb there before preprocessing)."""
+        kcfg = self.config.kapandji
+        seen, pinch, world_in = None, 0, world
+        if image is not None and size is not None:
+            seen, _ = image_site_distances(image, size, kcfg)
+            moved = image_pinch(world, image, size, kcfg)
+            pinch, world_in = moved.level, moved.world
+        pre = self.pre.process(world_in, handedness, t)
         if not pre.ok:
             return FrameResult(False, pre.reason)
-        human = kapandji(pre.raw, self.config.kapandji)
+        self.image_pinches += bool(pinch)
+        human = kapandji(pre.raw, kcfg, image=seen)
         t0 = self._clock()
         x = pre.landmarks
         rb = self.config.rest_blend
@@ -147,13 +175,13 @@ class DexPipeline:
             if np.all(w >= 1.0):   # every digit open: the target is the rest pose
                 self.retargeter.reset(self.rest)
                 return FrameResult(True, "", self.rest.copy(), human, self.rest_landmarks.copy(),
-                                   (self._clock() - t0) * 1e3)
+                                   (self._clock() - t0) * 1e3, pinch)
             x = blend(x, self.rest_landmarks, w)
         try:
             target = self.retargeter.retarget(x)
         except ValueError as exc:
-            return FrameResult(False, f"retargeting failed: {exc}", human=human)
-        return FrameResult(True, "", target, human, x, (self._clock() - t0) * 1e3)
+            return FrameResult(False, f"retargeting failed: {exc}", human=human, pinch=pinch)
+        return FrameResult(True, "", target, human, x, (self._clock() - t0) * 1e3, pinch)
 
     def tick(self, target: np.ndarray | None, dt: float) -> np.ndarray:
         """One control tick of the safety filter towards ``target`` (None/NaN holds)."""

@@ -15,7 +15,9 @@ Kapandji scores (sensor_msgs/JointState, see :mod:`hand_retarget.topics`):
 ``/dex_hand/kapandji/human`` for every accepted frame (the operator's own geometry) and
 ``/dex_hand/kapandji/robot`` for every message on ``measured_topic`` (default the dexterous twin's
 ``/dex_twin/joint_states``), from forward kinematics of the measured angles.
-``/diagnostics``: frames, misses and the last miss reason, retargeting time, filter rejections.
+``/diagnostics``: frames, misses and the last miss reason, retargeting time, filter rejections,
+``image_pinches`` (frames whose world thumb was moved onto the fingertip the picture showed it on,
+:func:`hand_retarget.kapandji.image_pinch`).
 
 Lifecycle: configure loads the description and builds the pipeline (dex-retargeting, pinocchio),
 creates publishers; activate subscribes and starts the timer; deactivate stops them (the twin's
@@ -253,6 +255,7 @@ class RetargetNode(SafeLifecycleNode):
             "retarget_ms_p50": f"{np.percentile(ms, 50):.3f}", "retarget_ms_p95": f"{np.percentile(ms, 95):.3f}",
             "calibrated": str(pre.calibrator.done), "filter_rejected": str(self.pipeline.filter.rejected),
             "optimizer_failures": str(self.pipeline.retargeter.failures),
+            "image_pinches": str(self.pipeline.image_pinches),
             "measured_rejected": str(self._robot_rejected), "method": self.pipeline.config.retarget.method,
         }
         arr = DiagnosticArray()

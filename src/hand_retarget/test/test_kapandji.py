@@ -140,3 +140,126 @@ def test_the_twin_pinching_the_middle_finger_scores_4(desc):
     # shared video's middle pinch 14.8 mm = 0.26, beyond ``touch``)
     assert 0.6 * radii < gap < radii + 0.002, (gap, radii, gap / w)
     assert DexPipeline(desc, str(paths.dex_urdf_path())).robot_score(measured).score == 4
+
+
+# --- the picture where world depth fails (issue 22) ----------------------------------------------------
+
+W_PX, H_PX, PX_PER_M = 1280, 720, 2500.0
+#: hand palm frame (x palmar, y radial, z distal) -> camera (x right, y down, z away): palm to the
+#: camera, fingers up
+TO_CAMERA = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, -1.0], [-1.0, 0.0, 0.0]])
+
+
+def rot(axis, angle):
+    from scipy.spatial.transform import Rotation
+
+    a = np.asarray(axis, float)
+    return Rotation.from_rotvec(angle * a / np.linalg.norm(a)).as_matrix()
+
+
+def camera_hand(lm, tilt=0.0):
+    """(21, 3) m in camera axes: the hand palm to the camera, turned by ``tilt`` rad about the
+    camera's vertical axis (facing = cos tilt), 40 cm in front of it."""
+    return (lm - lm[0]) @ (rot([0, 1, 0], tilt) @ TO_CAMERA).T + np.array([0.0, 0.0, 0.4])
+
+
+def picture(cam):
+    """Normalised image landmarks of camera-frame points (weak perspective, z relative to the
+    wrist in the scale of x, as MediaPipe's image head gives them)."""
+    px = cam[:, :2] * PX_PER_M + np.array([640.0, 420.0])
+    z = (cam[:, 2] - cam[0, 2]) * PX_PER_M / W_PX
+    return np.column_stack([px[:, 0] / W_PX, px[:, 1] / H_PX, z])
+
+
+def lift_thumb(world, apart, finger_tip=8):
+    """The world hand with its thumb chain turned about its CMC, about the palm's long axis, until
+    the thumb tip is ``apart`` m from ``finger_tip`` (what MediaPipe's world head did on the
+    held-back pinches: 41-70 mm)."""
+    axis = 0.5 * (world[5] + world[17]) - world[0]
+    for step in range(1, 400):
+        r = rot(axis, 0.005 * step)
+        out = world.copy()
+        out[2:5] = world[1] + (world[2:5] - world[1]) @ r.T
+        if np.linalg.norm(out[4] - out[finger_tip]) >= apart:
+            return out
+    raise AssertionError("could not lift the thumb that far")
+
+
+@pytest.fixture(scope="module")
+def pinch_lm(desc):
+    """dex_hand landmarks in a thumb - index tip pinch (IK over thumb and index)."""
+    names = desc.joint_names
+    free = [names.index(n) for n in names if n.startswith("thumb")]
+    free += [names.index(f"index_{j}") for j in ("mcp_abd", "mcp", "pip")]
+
+    def residual(x):
+        q = np.zeros(20)
+        q[free] = x
+        lm = desc.landmarks(desc.couple(q))
+        return (lm[4] - lm[8]) / np.linalg.norm(lm[5] - lm[17])
+
+    x0 = 0.5 * (desc.lower[free] + desc.upper[free])
+    q = np.zeros(20)
+    q[free] = least_squares(residual, x0, bounds=(desc.lower[free], desc.upper[free])).x
+    lm = desc.landmarks(desc.couple(q))
+    assert np.linalg.norm(lm[4] - lm[8]) < 0.003
+    return lm
+
+
+@pytest.mark.parametrize("apart", [0.041, 0.055, 0.070])
+def test_a_pinch_the_picture_shows_scores_3_when_world_depth_has_the_tips_apart(pinch_lm, apart):
+    from hand_retarget.kapandji import image_pinch, image_site_distances
+
+    cam = camera_hand(pinch_lm)
+    image = picture(cam)
+    world = lift_thumb(cam, apart)
+    assert kapandji(world).score < 3                       # the failure: world depth has them apart
+    seen, facing = image_site_distances(image, (W_PX, H_PX))
+    assert facing == pytest.approx(1.0, abs=1e-9)
+    assert seen[2] == pytest.approx(kapandji(cam).distances[2], abs=0.01)   # the picture's in-plane = the truth's
+    res = kapandji(world, image=seen)
+    assert res.score == 3 and 3 in res.from_image and res.distances[2] < 0.05
+    # the retargeting input: the world thumb moved onto the index tip, bone lengths kept
+    moved = image_pinch(world, image, (W_PX, H_PX))
+    assert moved.level == 3 and moved.world_distance * np.linalg.norm(world[5] - world[17]) == pytest.approx(apart, abs=0.003)
+    gap = np.linalg.norm(moved.world[4] - moved.world[8])
+    assert gap < 0.003, gap
+    assert kapandji(moved.world).score == 3
+    bones = lambda p: np.linalg.norm(np.diff(p[1:5], axis=0), axis=1)  # noqa: E731
+    assert np.allclose(bones(moved.world), bones(world), atol=0.002)
+    assert np.array_equal(moved.world[[0, *range(5, 21)]], world[[0, *range(5, 21)]])   # only the thumb moves
+    # the same picture at another size and distance says the same (palm widths are metric-like)
+    small = picture(0.5 * cam + np.array([0.0, 0.0, 0.2]))
+    assert np.allclose(image_site_distances(small, (W_PX, H_PX))[0], seen, atol=1e-6)
+
+
+def test_the_picture_is_not_trusted_edge_on_nor_where_it_shows_no_touch(pinch_lm, desc):
+    from hand_retarget.kapandji import image_pinch, image_site_distances
+
+    # edge-on (facing cos 75 deg = 0.26): projection puts things on top of each other; world only
+    cam = camera_hand(pinch_lm, tilt=np.radians(75))
+    world = lift_thumb(cam, 0.055)
+    seen, facing = image_site_distances(picture(cam), (W_PX, H_PX))
+    assert facing == pytest.approx(np.cos(np.radians(75)), abs=1e-6) and np.all(np.isnan(seen))
+    assert kapandji(world, image=seen).score == kapandji(world).score < 3
+    assert image_pinch(world, picture(cam), (W_PX, H_PX)).level == 0
+    # tilted 40 deg (facing 0.77 >= 0.7): still measured, and still right in the palm plane
+    cam = camera_hand(pinch_lm, tilt=np.radians(40))
+    seen, _ = image_site_distances(picture(cam), (W_PX, H_PX))
+    assert np.allclose(seen, kapandji(cam).distances, atol=0.02)
+    # the open hand: the picture shows no touch, nothing changes
+    cam = camera_hand(desc.landmarks())
+    seen, _ = image_site_distances(picture(cam), (W_PX, H_PX))
+    assert kapandji(cam, image=seen).score == 0 and image_pinch(cam, picture(cam), (W_PX, H_PX)).level == 0
+    # the world agrees (tips 20 mm apart, within image_disagree): the world is left alone
+    cam = camera_hand(pinch_lm)
+    world = lift_thumb(cam, 0.020)
+    assert np.array_equal(image_pinch(world, picture(cam), (W_PX, H_PX)).world, world)
+    # unusable picture: nothing measured, nothing moved
+    bad = picture(cam)
+    bad[3] = np.nan
+    assert np.all(np.isnan(image_site_distances(bad, (W_PX, H_PX))[0]))
+    assert image_pinch(world, bad, (W_PX, H_PX)).level == 0
+    assert np.all(np.isnan(image_site_distances(picture(cam), (0, 0))[0]))
+    with pytest.raises(ValueError, match="image_min_facing"):
+        KapandjiConfig(image_min_facing=-0.1)
