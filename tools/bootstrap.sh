@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up of the embedded environment (no system ROS needed):
-#   1. system libraries MuJoCo's EGL renderer needs (apt-get, only if missing);
+#   1. system libraries MuJoCo's EGL renderer needs, firmware toolchains, chromium + chromium-driver
+#      for the console's browser test (apt-get, only if missing);
 #   2. .venv with the pinned ROS 2 Jazzy wheels, MediaPipe, MuJoCo, ... (only if the pins changed);
 #   3. the CMake path patch the wheels need to build interface packages;
 #   4. colcon build of src/ (only if a source file changed).
@@ -45,6 +46,16 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     log "installing firmware toolchains:$missing"
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null; } \
       || log "warning: could not install$missing; the firmware compile tests will be skipped"
+  fi
+fi
+
+# --- 1c. a real browser for the operator console's browser test (hand_console): Debian's chromium
+# and chromium-driver, driven by selenium. Best effort: without them that test is skipped with the reason.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    log "installing chromium and chromium-driver (browser test of the operator console)"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; } \
+      || log "warning: could not install chromium/chromium-driver; the console's browser test will be skipped"
   fi
 fi
 

@@ -52,6 +52,8 @@ NODES: dict[str, NodeSpec] = {
         # dexterous hand (package hand_retarget; names = hand_retarget.topics): landmarks -> DexPilot -> twin
         NodeSpec("dex_retarget", "hand_retarget", "retarget_node", "dex_retarget", "config/retarget.yaml"),
         NodeSpec("dex_twin", "hand_retarget", "dex_twin_node", "dex_twin", "config/dex_twin.yaml", actuator=True),
+        # the operator console (package hand_console, issue 23): a web page; runner --console, launch console:=true
+        NodeSpec("console", "hand_console", "console", contract.CONSOLE_NODE, "config/console.yaml", nice=10),
     )
 }
 

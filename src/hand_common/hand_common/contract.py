@@ -43,6 +43,7 @@ FLEXION_CLOSED = 1.0
 TRACKER_NODE = "hand_tracker"
 TWIN_NODE = "hand_twin"
 SERVO_DRIVER_NODE = "servo_driver"
+CONSOLE_NODE = "hand_console"
 JOINT_MAPPER_NODE = "joint_mapper"
 
 # --- topics ---------------------------------------------------------------------------------------
@@ -62,6 +63,9 @@ TOPIC_TWIN_JOINT_STATES = "/hand_twin/joint_states"
 TOPIC_TWIN_IMAGE = "/hand_twin/image"
 #: sensor_msgs/Image: the tracker's annotated camera frame (optional).
 TOPIC_TRACKER_IMAGE = "/hand/image_annotated"
+#: sensor_msgs/CompressedImage (jpeg): the tracker's camera frame, downscaled and rate-limited, for
+#: the operator console; published only while someone subscribes (hand_tracking.preview).
+TOPIC_IMAGE_PREVIEW = "/hand/image_preview"
 TOPIC_DIAGNOSTICS = "/diagnostics"
 
 # --- two hands (tracker parameter hands: two) -------------------------------------------------------
@@ -113,6 +117,9 @@ STREAM = QosSpec(reliable=True, depth=10)
 #: What an actuator subscribes with: only the newest command matters; older queued ones are
 #: dropped rather than replayed late.
 LATEST = QosSpec(reliable=True, depth=1)
+#: What a viewer (the operator console) subscribes with: best effort, keep-last 1: it never makes a
+#: publisher resend, and an old sample is overwritten by the newest, never queued.
+VIEW = QosSpec(reliable=False, depth=1)
 #: Camera-sized images: reliable keep-last 2 (an old frame is overwritten, never queued late).
 #: Reliable because RViz's Image display subscribes reliable by default (rviz_common's
 #: RosTopicDisplay starts from ``rclcpp::QoS(5)``, reliable/volatile) and a reliable subscription

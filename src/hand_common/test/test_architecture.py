@@ -33,7 +33,8 @@ LAYERS: dict[str, int] = {
     "hand_tracking": 2, "hand_joint_mapper": 2, "hand_twin_mujoco": 2, "hand_servo_driver": 2,
     "hand_gazebo": 2,
     "hand_retarget": 3, "arm_teleop": 3,
-    "hand_bringup": 4,
+    "hand_console": 4,
+    "hand_bringup": 5,
 }
 TOP = "hand_bringup"
 
@@ -57,6 +58,8 @@ PIP_ONLY: dict[str, str] = {
     "mujoco": "mujoco", "yourdfpy": "yourdfpy", "rosbags": "rosbags", "mediapipe": "mediapipe",
     "dex_retargeting": "dex-retargeting", "pinocchio": "pin (comes with dex-retargeting)",
     "scservo_sdk": "ftservo-python-sdk (optional: the real SO-101 bus)",
+    "viser": "viser (hand_console's web page)",
+    "trimesh": "trimesh (comes with yourdfpy; hand_retarget.urdf_twin converts glTF meshes with it)",
 }
 
 #: rosdep keys a package.xml may name. python3-* keys: read in ros/rosdistro rosdep/python.yaml

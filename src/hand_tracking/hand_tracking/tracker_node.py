@@ -65,7 +65,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.task import Future
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import CompressedImage, JointState
 from std_msgs.msg import Header
 
 from hand_common import contract
@@ -74,8 +74,16 @@ from hand_tracking.calibration import CalibrationError
 from hand_tracking.calibration_session import CalibrationSession, as_parameters
 from hand_tracking.hand_identity import TwoHandCore, TwoHandOutput
 from hand_tracking.landmarks import BackendError, HandObservation, LandmarkBackend, create_backend
+from hand_tracking.preview import PreviewFrame, PreviewMailbox, PreviewWorker
 from hand_tracking.replay import observations_from_msg
-from hand_tracking.sources import PrefetchSource, SourceError, SourceSpec, open_frame_source, parse_source
+from hand_tracking.sources import (
+    Frame,
+    PrefetchSource,
+    SourceError,
+    SourceSpec,
+    open_frame_source,
+    parse_source,
+)
 from hand_tracking.tracker_core import REJECT_REASONS, TrackerCore, TrackOutput
 from hand_tracking.tracker_diagnostics import RunState, TrackerReport, build_status
 from hand_tracking.tracker_messages import capture_time, flexion_messages, landmark_arrays
@@ -116,6 +124,9 @@ class TrackerNode(SafeLifecycleNode):
         self._stop = threading.Event()
         self._pub_landmarks = self._pub_target = self._pub_joints = self._pub_diag = None
         self._pub_sides: dict[str, tuple] = {}  # hands: two → side: (landmarks, target, joints)
+        self._pub_preview = None  # operator preview (hand_tracking.preview): camera/video/images only
+        self._preview_box: PreviewMailbox | None = None
+        self._preview_worker: PreviewWorker | None = None
         self._batch = False  # configured with a recording read faster than real time (contract.REPLAY)
         self._sub = None
         self._timer = None
@@ -173,6 +184,10 @@ class TrackerNode(SafeLifecycleNode):
             self._prefetch.drop_old = self._drop_old()
         if names & WINDOW_PARAMS:
             self._calibration.windows_changed()
+        if self._preview_box is not None and "preview_max_rate_hz" in names:
+            self._preview_box.max_rate_hz = float(self._param("preview_max_rate_hz"))
+        if self._preview_worker is not None and "preview_width_px" in names:
+            self._preview_worker.width = int(self._param("preview_width_px"))
 
     # --- lifecycle --------------------------------------------------------------------------------
     def _reset_run_state(self) -> None:
@@ -228,6 +243,9 @@ class TrackerNode(SafeLifecycleNode):
             self._pub_target = self.create_lifecycle_publisher(JointState, contract.TOPIC_TARGET_FLEXIONS, data)
             self._pub_joints = self.create_lifecycle_publisher(JointState, contract.TOPIC_JOINT_FLEXIONS, data)
         self._pub_diag = self.create_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, stream)
+        if self._model is not None:  # frames exist: the operator preview (sent only while subscribed)
+            self._pub_preview = self.create_publisher(CompressedImage, contract.TOPIC_IMAGE_PREVIEW,
+                                                      contract.qos(contract.IMAGE))
         if spec.kind == "topic":
             self._sub = self.create_subscription(HandLandmarksArray, spec.target, self._on_landmarks, stream)
         self._timer = self.create_timer(0.05, self._on_timer)
@@ -264,11 +282,16 @@ class TrackerNode(SafeLifecycleNode):
             self._prefetch = PrefetchSource(self._source, depth=1 if drop_old else 2, drop_old=drop_old,
                                             reopen=reopen)
             self._stop.clear()
+            if self._pub_preview is not None:
+                self._preview_box = PreviewMailbox(float(self._param("preview_max_rate_hz")))
+                self._preview_worker = PreviewWorker(self._preview_box, self._publish_preview,
+                                                     int(self._param("preview_width_px"))).start()
             self._worker = FrameWorker(
                 self._prefetch, self._spec, batch=self._batch, model=self._model, param=self._param,
                 handle=self._handle, state=self._run, log=self.get_logger(),
                 wait_for_readers=self._wait_for_matched_subscribers,
-                on_end=lambda: self._finish_capture(ended=True), stop=self._stop)
+                on_end=lambda: self._finish_capture(ended=True), stop=self._stop,
+                preview=self._offer_preview if self._preview_box is not None else None)
             self._worker.start()
         self.get_logger().info("active")
         return ret
@@ -293,6 +316,8 @@ class TrackerNode(SafeLifecycleNode):
             self._prefetch.close(close_source=False)
             self._source = self._prefetch.source  # may have been reopened (camera)
             self._prefetch = None
+        if self._preview_worker is not None:
+            self._preview_worker.stop()
         self._finish_capture(CalibrationError("capture interrupted: the node left the active state"))
 
     def _release(self) -> None:
@@ -315,6 +340,9 @@ class TrackerNode(SafeLifecycleNode):
         self._pub_sides = {}
         if self._pub_diag is not None:
             self.destroy_publisher(self._pub_diag)
+        if self._pub_preview is not None:
+            self.destroy_publisher(self._pub_preview)
+            self._pub_preview = None
         self._pub_landmarks = self._pub_target = self._pub_joints = self._pub_diag = None
         if self._sub is not None:
             self.destroy_subscription(self._sub)
@@ -510,6 +538,34 @@ class TrackerNode(SafeLifecycleNode):
         if ex is not None:
             ex.wake()
 
+    # --- operator preview ---------------------------------------------------------------------------
+    def _offer_preview(self, frame: Frame, stamp: Time) -> None:
+        """Worker thread, after the frame's flexions went out: hand the frame to the preview thread
+        when the rate allows and someone subscribes (no copy, no encoding here)."""
+        box, pub = self._preview_box, self._pub_preview
+        if box is None or pub is None:
+            return
+        now = time.monotonic()
+        if box.due(now) and pub.get_subscription_count() > 0:
+            box.offer(PreviewFrame(frame.image, stamp, frame.index), now)
+
+    def _publish_preview(self, jpeg: bytes, frame: PreviewFrame, size: tuple[int, int]) -> None:
+        """Preview thread: one downscaled JPEG frame, stamped with its capture stamp."""
+        import array
+
+        pub = self._pub_preview
+        if pub is None:
+            return
+        pub.publish(CompressedImage(header=Header(stamp=frame.stamp, frame_id=str(self._param("frame_id"))),
+                                    format="jpeg", data=array.array("B", jpeg)))
+
+    def _preview_values(self) -> dict[str, str]:
+        box, worker = self._preview_box, self._preview_worker
+        if box is None or worker is None:
+            return {}
+        return {"preview_published": str(worker.published), "preview_replaced": str(box.replaced),
+                "preview_errors": str(worker.errors)}
+
     # --- watchdog and diagnostics -------------------------------------------------------------------
     def _on_timer(self) -> None:
         now = time.monotonic()
@@ -547,8 +603,9 @@ class TrackerNode(SafeLifecycleNode):
             label_disagreements=core.identity.disagreements if two else 0,
             sides=tuple(contract.HAND_SIDES))
         s = build_status(report)
+        values = {**s.values, **self._preview_values()}
         status = DiagnosticStatus(level=bytes([s.level]), name=s.name, message=s.message, hardware_id=s.hardware_id,
-                                  values=[KeyValue(key=k, value=v) for k, v in s.values.items()])
+                                  values=[KeyValue(key=k, value=v) for k, v in values.items()])
         if self._pub_diag is not None:
             arr = DiagnosticArray(status=[status])
             arr.header.stamp = self.get_clock().now().to_msg()

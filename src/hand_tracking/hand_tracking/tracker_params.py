@@ -143,6 +143,11 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("publish_landmarks", True, "Publish /hand/landmarks (never in topic: replay).", live=True),
     ParamSpec("replay_stamps", "now", "Bag replay: stamp outputs with the replay time ('now') or the "
               "recorded capture time ('recorded').", live=True, choices=REPLAY_STAMPS),
+    ParamSpec("preview_max_rate_hz", 10.0, "Operator preview (/hand/image_preview, JPEG, for hand_console): "
+              "at most this many frames a second, Hz (0 = off); published only while someone subscribes, "
+              "downscaled and encoded on its own thread (hand_tracking.preview).", range=(0.0, 30.0), live=True),
+    ParamSpec("preview_width_px", 320, "Width of the operator preview, px (aspect kept).", range=(16, 1920),
+              live=True),
 )
 
 PARAM_BY_NAME: dict[str, ParamSpec] = {s.name: s for s in PARAMS}

@@ -80,12 +80,15 @@ class FrameWorker:
     prefetch: the source's reader thread and queue. batch: a recording read faster than real
     time (paced at ``batch_max_rate``; ``wait_for_readers`` runs first). param(name): a node
     parameter's current value. handle: the node's per-frame step. on_end: the source ended (no
-    frame will come). stop: set to end the thread.
+    frame will come). stop: set to end the thread. preview(frame, stamp): offered each camera /
+    video / image frame *after* its flexions were published (the operator preview; it must only
+    hand the frame over, see :mod:`hand_tracking.preview`).
     """
 
     def __init__(self, prefetch: PrefetchSource, spec: SourceSpec, *, batch: bool, model: LandmarkModel | None,
                  param: Callable[[str], Any], handle: Handle, state: RunState, log: Logger,
-                 wait_for_readers: Callable[[], None], on_end: Callable[[], None], stop: threading.Event) -> None:
+                 wait_for_readers: Callable[[], None], on_end: Callable[[], None], stop: threading.Event,
+                 preview: Callable[[Frame, Any], None] | None = None) -> None:
         self.prefetch = prefetch
         self._spec = spec
         self._batch = batch
@@ -97,6 +100,7 @@ class FrameWorker:
         self._wait_for_readers = wait_for_readers
         self._on_end = on_end
         self._stop = stop
+        self._preview = preview
         self._media_epoch: float | None = None
         self._thread = threading.Thread(target=self._run, name="tracker worker", daemon=True)
 
@@ -170,6 +174,8 @@ class FrameWorker:
             infer_ms = (time.monotonic() - t0) * 1e3
         self._handle(hands, item.index, stamp, capture, width, height, frame_id, decode_ms=item.decode_ms,
                      infer_ms=infer_ms, with_landmarks=bool(self._param("publish_landmarks")))
+        if self._preview is not None and isinstance(item, Frame):
+            self._preview(item, stamp)
 
     def _capture_stamp(self, item: Frame) -> float:
         """Capture stamp (s) of a camera/video/image frame: the source's read time, except for a

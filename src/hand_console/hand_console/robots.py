@@ -1,0 +1,143 @@
+"""Which robot the console shows for each bringup profile, and how a ``JointState`` drives it (no
+rclpy, no viser).
+
+:data:`ROBOT_VIEWS`: profile → the URDFs to show, each with the topic of its joint states (URDF
+joint names, radians) and where it stands in the scene. :class:`UrdfPose` turns a joint-state
+message's names/positions into yourdfpy's configuration vector of the actuated joints; yourdfpy
+computes the mimic joints from them (``URDF.update_cfg``), so a mimicked joint follows its
+leader as ``robot_state_publisher`` would show it.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from hand_common import contract
+
+# topic names of the layer-3 packages, read where they are defined
+_DEX_TWIN_JOINT_STATES = "hand_retarget.topics:TOPIC_TWIN_JOINT_STATES"
+_ARM_TWIN_JOINT_STATES = "arm_teleop.topics:TWIN_JOINT_STATES"
+
+
+def _topic(ref: str) -> str:
+    import importlib
+
+    module, _, name = ref.partition(":")
+    return str(getattr(importlib.import_module(module), name))
+
+
+def _hand_urdf(side: str) -> Callable[[], pathlib.Path]:
+    def find() -> pathlib.Path:
+        from hand_description.paths import urdf_path
+
+        return urdf_path(side)
+    return find
+
+
+def _dex_urdf() -> pathlib.Path:
+    from hand_description.paths import dex_urdf_path
+
+    return dex_urdf_path()
+
+
+def _arm_urdf() -> pathlib.Path:
+    from arm_description.paths import urdf_path
+
+    return urdf_path()
+
+
+@dataclass(frozen=True)
+class RobotView:
+    """One robot in the console's 3D scene. name: scene node name; urdf: returns the URDF path;
+    topic: its sensor_msgs/JointState topic (or a ``module:NAME`` reference resolved on use);
+    offset: (x, y, z) m in the scene."""
+
+    name: str
+    urdf: Callable[[], pathlib.Path]
+    topic: str
+    offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+    def topic_name(self) -> str:
+        return _topic(self.topic) if ":" in self.topic else self.topic
+
+
+_LEFT = contract.side_topic(contract.TOPIC_TWIN_JOINT_STATES, "left")
+_RIGHT = contract.side_topic(contract.TOPIC_TWIN_JOINT_STATES, "right")
+
+#: profile → robots shown (the hand of the tendon twin for sim/rviz/demo/hardware; both hands for
+#: two_hands; the dexterous twin for dex; the SO-101 for arm).
+ROBOT_VIEWS: dict[str, tuple[RobotView, ...]] = {
+    "sim": (RobotView("hand", _hand_urdf("right"), contract.TOPIC_TWIN_JOINT_STATES),),
+    "demo": (RobotView("hand", _hand_urdf("right"), contract.TOPIC_JOINT_STATES),),
+    "rviz": (RobotView("hand", _hand_urdf("right"), contract.TOPIC_JOINT_STATES),),
+    # no joint states on the hardware profile: the URDF is driven by nothing (shown at rest) and
+    # the servo driver's figures come from its diagnostics
+    "hardware": (RobotView("hand", _hand_urdf("right"), contract.TOPIC_JOINT_STATES),),
+    "two_hands": (RobotView("left_hand", _hand_urdf("left"), _LEFT, (0.0, 0.15, 0.0)),
+                  RobotView("right_hand", _hand_urdf("right"), _RIGHT, (0.0, -0.15, 0.0))),
+    "dex": (RobotView("dex_hand", _dex_urdf, _DEX_TWIN_JOINT_STATES),),
+    "arm": (RobotView("so101", _arm_urdf, _ARM_TWIN_JOINT_STATES),),
+}
+
+
+def robot_views(profile: str) -> tuple[RobotView, ...]:
+    """The robots of ``profile`` (KeyError naming the known profiles)."""
+    if profile not in ROBOT_VIEWS:
+        raise KeyError(f"no robot view for profile '{profile}'; known: {sorted(ROBOT_VIEWS)}")
+    return ROBOT_VIEWS[profile]
+
+
+class UrdfPose:
+    """Joint states → the configuration vector of a yourdfpy URDF's actuated joints.
+
+    actuated: the URDF's actuated joint names in yourdfpy's order (mimic joints are not among
+    them: yourdfpy computes them); limits: (lower, upper) per actuated joint or None.
+    :meth:`update` keeps the last value of a joint absent from a message (a partial message
+    moves only what it names) and clamps to the joint limits; names it does not know are
+    counted in ``unknown``.
+    """
+
+    def __init__(self, actuated: Sequence[str], limits: Sequence[tuple[float, float] | None] | None = None):
+        self.names = tuple(actuated)
+        self._index = {n: i for i, n in enumerate(self.names)}
+        self.cfg = np.zeros(len(self.names))
+        self._limits = list(limits) if limits is not None else [None] * len(self.names)
+        for i, lim in enumerate(self._limits):
+            if lim is not None and not (lim[0] <= 0.0 <= lim[1]):
+                self.cfg[i] = lim[0]
+        self.unknown: set[str] = set()
+
+    def update(self, names: Sequence[str], positions: Sequence[float]) -> np.ndarray:
+        """Apply one JointState (names, positions in rad or m); returns the configuration vector."""
+        for n, p in zip(names, positions):
+            i = self._index.get(n)
+            if i is None:
+                self.unknown.add(n)
+                continue
+            v = float(p)
+            if not np.isfinite(v):
+                continue
+            lim = self._limits[i]
+            if lim is not None:
+                v = min(max(v, lim[0]), lim[1])
+            self.cfg[i] = v
+        return self.cfg.copy()
+
+    @classmethod
+    def for_urdf(cls, urdf) -> UrdfPose:  # urdf: yourdfpy.URDF
+        """From a loaded ``yourdfpy.URDF`` (its actuated joints and their limits)."""
+        limits = []
+        for name in urdf.actuated_joint_names:
+            lim = urdf.joint_map[name].limit
+            limits.append((float(lim.lower), float(lim.upper)) if lim is not None and lim.lower is not None
+                          and lim.upper is not None and lim.lower < lim.upper else None)
+        return cls(urdf.actuated_joint_names, limits)
+
+
+def joint_state_dict(names: Sequence[str], positions: Sequence[float]) -> Mapping[str, float]:
+    """{name: position} of a JointState's arrays (the shorter one decides)."""
+    return {n: float(p) for n, p in zip(names, positions)}

@@ -1,0 +1,58 @@
+"""The console's pictures (hand_console.layout): landmarks drawn where they are, the plot's lines."""
+
+import numpy as np
+
+from hand_console.layout import (
+    ACCEPTED_RGB,
+    DIGIT_RGB,
+    REFUSED_RGB,
+    blank_frame,
+    decode_jpeg_rgb,
+    draw_landmarks,
+    plot_history,
+)
+from hand_console.state import GateView, HandInfo
+
+
+def _hand(accepted: bool) -> HandInfo:
+    pts = np.stack([np.linspace(0.2, 0.8, 21), np.full(21, 0.5)], axis=1)
+    return HandInfo("right", 0.97, accepted, 0.9, "" if accepted else "bone_jump", pts)
+
+
+def test_landmarks_are_drawn_at_their_pixels_in_the_gate_colour():
+    img = blank_frame(320, 240)
+    out = draw_landmarks(img, [_hand(True)], GateView("tracked", "", "right", 0.97, 0.9))
+    assert out.shape == img.shape and (img == 32).all()  # the input is not modified
+    # a bone between landmark 5 (x 0.38) and 6 (x 0.41) at y 0.5: accepted colour on the row
+    row = out[120, int(0.39 * 320) - 1: int(0.39 * 320) + 2]
+    assert any(np.abs(px.astype(int) - ACCEPTED_RGB).sum() < 60 for px in row)
+    assert (out[5, 300] != 32).any()  # the gate banner
+    refused = draw_landmarks(img, [_hand(False)])
+    row = refused[120, int(0.39 * 320) - 1: int(0.39 * 320) + 2]
+    assert any(np.abs(px.astype(int) - REFUSED_RGB).sum() < 60 for px in row)
+    nan = HandInfo("left", 0.5, False, 0.0, "degenerate", np.full((21, 2), np.nan))
+    assert (draw_landmarks(img, [nan]) == img).all()  # nothing drawn for a degenerate detection
+
+
+def test_plot_history_draws_each_digit_at_its_level():
+    t = np.linspace(-10, 0, 50)
+    v = np.tile([0.0, 0.25, 0.5, 0.75, 1.0], (50, 1))
+    img = plot_history(t, v, 10.0, 320, 140)
+    top, bottom = 6, 140 - 18
+    for d, level in enumerate([0.0, 0.25, 0.5, 0.75, 1.0]):
+        y = int(round(bottom - level * (bottom - top)))
+        band = img[max(y - 1, 0): y + 2, 100:200].reshape(-1, 3).astype(int)
+        assert (np.abs(band - DIGIT_RGB[d]).sum(axis=1) < 80).any(), f"digit {d} not at {level}"
+
+
+def test_decode_jpeg_gives_rgb_and_rejects_garbage():
+    import cv2
+    import pytest
+
+    bgr = np.zeros((16, 16, 3), np.uint8)
+    bgr[:] = (255, 0, 0)  # blue in BGR
+    ok, buf = cv2.imencode(".jpg", bgr)
+    rgb = decode_jpeg_rgb(buf.tobytes())
+    assert rgb[8, 8, 2] > 200 and rgb[8, 8, 0] < 40
+    with pytest.raises(ValueError):
+        decode_jpeg_rgb(b"not a jpeg")

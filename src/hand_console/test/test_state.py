@@ -1,0 +1,216 @@
+"""The console's pure state (hand_console.state, keys, robots): keep-last-1 slots, the render rate
+limit, the 10 s history, the gate verdict, the figures from diagnostics, calibration undo."""
+
+import math
+import pathlib
+import threading
+
+import numpy as np
+import pytest
+
+from hand_console import keys
+from hand_console.robots import ROBOT_VIEWS, UrdfPose, robot_views
+from hand_console.state import (
+    MAX_RENDER_HZ,
+    CalibrationLog,
+    FlexionHistory,
+    HandInfo,
+    LatencyWindow,
+    LatestSlot,
+    RenderClock,
+    SafePoseCounter,
+    figures,
+    gate_view,
+    markdown_table,
+    slider_specs,
+    update_trips,
+)
+
+SRC = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_latest_slot_keeps_only_the_newest_and_counts_the_replaced():
+    slot: LatestSlot[int] = LatestSlot()
+    assert slot.take() is None
+    for i in range(5):
+        slot.put(i)
+    assert slot.take() == 4 and slot.take() is None
+    assert (slot.received, slot.rendered, slot.dropped) == (5, 1, 4)
+
+
+def test_latest_slot_from_two_threads_loses_nothing_silently():
+    slot: LatestSlot[int] = LatestSlot()
+    taken = []
+
+    def consume():
+        for _ in range(20000):
+            if (x := slot.take()) is not None:
+                taken.append(x)
+
+    t = threading.Thread(target=consume)
+    t.start()
+    for i in range(20000):
+        slot.put(i)
+    t.join()
+    if (x := slot.take()) is not None:
+        taken.append(x)
+    assert taken == sorted(taken) and taken[-1] == 19999
+    assert slot.rendered + slot.dropped == slot.received == 20000
+
+
+def test_render_clock_never_exceeds_15_hz_and_does_not_burst_after_a_slow_render():
+    with pytest.raises(ValueError):
+        RenderClock(0.0)
+    clock = RenderClock(100.0)
+    assert clock.rate_hz == MAX_RENDER_HZ == 15.0
+    t, renders = 0.0, []
+    while t < 2.0:  # a loop polling every millisecond on a simulated clock
+        if clock.wait_s(t) == 0.0:
+            clock.rendered(t)
+            renders.append(t)
+        t += 0.001
+    assert 28 <= len(renders) <= 30
+    assert min(np.diff(renders)) >= 1 / 15 - 1e-9
+    clock.rendered(10.0)  # a render that started late: the next is a full period after it
+    assert clock.wait_s(10.0) == pytest.approx(1 / 15)
+
+
+def test_flexion_history_keeps_10_s_and_restarts_when_time_goes_back():
+    h = FlexionHistory(window_s=10.0)
+    for k in range(30 * 15):  # 15 s at 30 Hz
+        h.add(100.0 + k / 30, [k / 450] * 5)
+    t, v = h.series()
+    assert t[-1] == 0.0 and t[0] >= -10.0 - 1e-9 and t[0] < -9.9
+    assert v.shape == (len(t), 5) and v[-1, 0] == pytest.approx(449 / 450)
+    h.add(50.0, [0.1] * 5)  # a scrub back in a replay
+    assert len(h) == 1 and h.latest() == (0.1,) * 5
+    with pytest.raises(ValueError):
+        h.add(51.0, [0.1] * 4)
+
+
+def test_latency_window_percentiles_ignore_stamps_from_another_clock():
+    w = LatencyWindow()
+    assert w.percentiles_ms() == (None, None)
+    for ms in range(1, 101):
+        w.add(ms / 1000)
+    w.add(1e9)  # a replayed recorded stamp
+    p50, p95 = w.percentiles_ms()
+    assert p50 == pytest.approx(50.5) and p95 == pytest.approx(95.05)
+
+
+def _hand(accepted, rejection="", handedness="right", score=0.9, quality=0.8):
+    return HandInfo(handedness, score, accepted, quality, rejection, np.zeros((21, 2)))
+
+
+def test_gate_view_tracked_held_lost_with_reasons():
+    assert gate_view([_hand(True)]).state == "tracked"
+    assert gate_view([_hand(True)]).text() == "tracked: right hand (score 0.90, quality 0.80)"
+    held = gate_view([_hand(False, "bone_jump")], "held")
+    assert (held.state, held.reason) == ("held", "refused: bone_jump")
+    lost = gate_view([], "lost")
+    assert lost.state == "lost" and lost.text() == "lost: no hand in the frame"
+    # a refused frame while the tracker already reports lost (after max_missed_frames)
+    assert gate_view([_hand(False, "low_score", quality=0.2), _hand(False, "outside_image", quality=0.5)],
+                     "lost").reason == "refused: outside_image"
+
+
+def test_figures_read_the_diagnostics_through_the_named_keys():
+    diag = {
+        f"{keys.TRACKER_NODE}: tracking": {keys.TRACKER_TRACKING: "held", keys.TRACKER_FRAME_RATE: "29.5",
+                                            keys.TRACKER_DETECTION_RATE: "0.900", keys.TRACKER_FRAMES: "300",
+                                            keys.TRACKER_DROPPED: "2", keys.TRACKER_INFERENCE_P95: "21.25",
+                                            keys.TRACKER_REJECTED[0]: "3", keys.TRACKER_REJECTED[4]: "4",
+                                            keys.TRACKER_CALIBRATION: "calibrated"},
+        f"{keys.TWIN_NODE}: physics": {keys.TWIN_RTF: "0.98", keys.TWIN_WATCHDOG: "ok"},
+    }
+    rows = dict(figures(diag, (30.0, 41.5), {"twin": 1}))
+    assert rows["tracker"] == "held" and rows["tracker fps"] == "29.5 Hz" and rows["hand detected"] == "90 %"
+    assert rows["capture→flexion p50 / p95"] == "30.0 / 41.5 ms" and rows["inference p95"] == "21.2 ms"
+    assert rows["frames / dropped"] == "300 / 2" and rows["gate refusals"] == "7"
+    assert rows["twin real-time factor"] == "0.98" and rows["safe-pose trips"] == "twin 1"
+    assert rows["calibration"] == "calibrated"
+    assert dict(figures({}, (None, None), {}))["tracker"] == "no diagnostics yet"
+    assert markdown_table([("a", "b|c")]).splitlines()[-1] == "| a | b/c |"
+
+
+def test_safe_pose_trips_count_ok_to_stale_transitions_only():
+    c = SafePoseCounter()
+    twin = f"{keys.TWIN_NODE}: physics"
+    for state in ("stale", "ok", "ok", "stale", "stale", "ok", "stale"):
+        update_trips(c, {twin: {keys.TWIN_WATCHDOG: state}})
+    assert c.trips == {"twin": 2}
+    servo = "servo_driver: serial link"
+    for stale in ("False", "True", "False"):
+        update_trips(c, {servo: {keys.SERVO_STALE: stale}})
+    assert c.trips["servo_driver"] == 1
+
+
+def test_calibration_log_undo_only_after_a_completed_calibration():
+    log = CalibrationLog()
+    with pytest.raises(ValueError):
+        log.undo_values()
+    log.before = {"index_curled_angle": 1.2}
+    log.after = {"index_curled_angle": 1.5}
+    log.step = "done"
+    assert log.undo_values() == {"index_curled_angle": 1.2}
+    assert log.table(["index_curled_angle", "pinky_curled_angle"]) == [
+        ("index_curled_angle", "1.200 → 1.500"), ("pinky_curled_angle", "- → -")]
+
+
+def test_slider_specs_pick_the_windows_then_the_filter_in_pattern_order():
+    described = [("filter_beta", 0.0, 1000.0, ""), ("index_curled_angle", 0.0, math.pi, ""),
+                 ("index_straight_angle", 0.0, math.pi, ""), ("frame_timeout", 0.05, 60.0, "")]
+    specs = slider_specs("hand_tracker", described, [r"index_(straight|curled)_angle", r"filter_beta"])
+    assert [s.name for s in specs] == ["index_curled_angle", "index_straight_angle", "filter_beta"]
+    assert specs[0].step == 0.01 and specs[2].step == 0.1 and specs[2].hi == 1000.0
+
+
+def test_every_diagnostic_key_is_one_the_nodes_publish():
+    for package, names in keys.KEYS_BY_PACKAGE.items():
+        text = "".join(p.read_text() for p in (SRC / package / package).glob("*.py"))
+        for k in names:
+            assert f'"{k}"' in text, f"{package} publishes no diagnostic key {k!r}"
+    tracker = "".join(p.read_text() for p in (SRC / "hand_tracking" / "hand_tracking").glob("*.py"))
+    from hand_tracking.tracker_core import REJECT_REASONS
+
+    assert keys.TRACKER_REJECTED == tuple(f"rejected_{r}" for r in REJECT_REASONS)
+    assert "rejected_{k}" in tracker
+
+
+def test_urdf_pose_keeps_absent_joints_clamps_to_limits_and_counts_unknown_names():
+    pose = UrdfPose(["a", "b", "c"], [(0.0, 1.0), None, (0.2, 0.5)])
+    assert pose.cfg.tolist() == [0.0, 0.0, 0.2]  # 0 outside c's limits: its lower limit
+    assert pose.update(["a", "x"], [2.0, 1.0]).tolist() == [1.0, 0.0, 0.2]
+    assert pose.update(["b", "c"], [-3.0, float("nan")]).tolist() == [1.0, -3.0, 0.2]
+    assert pose.unknown == {"x"}
+
+
+def test_every_profile_has_a_robot_whose_urdf_loads_and_whose_mimic_joints_follow():
+    import yourdfpy
+
+    assert set(ROBOT_VIEWS) >= {"sim", "rviz", "hardware", "two_hands", "dex", "arm"}
+    with pytest.raises(KeyError):
+        robot_views("nope")
+    mimics_checked = 0
+    for views in ROBOT_VIEWS.values():
+        for view in views:
+            assert view.topic_name().startswith("/")
+            urdf = yourdfpy.URDF.load(str(view.urdf()), load_meshes=False, build_scene_graph=True)
+            pose = UrdfPose.for_urdf(urdf)
+            assert pose.names and set(pose.names) <= set(urdf.joint_map)
+            for m in (j for j in urdf.joint_map.values() if j.mimic is not None and j.type == "revolute"):
+                assert m.name not in pose.names  # yourdfpy computes it from its leader
+                lead = pose.names.index(m.mimic.joint)
+                lo, hi = pose._limits[lead] or (0.0, 1.0)
+                q = lo + 0.6 * (hi - lo)
+                urdf.update_cfg(pose.update([m.mimic.joint], [q]))
+                angle = m.mimic.multiplier * q + (m.mimic.offset or 0.0)
+                axis = np.asarray(m.axis, float) / np.linalg.norm(m.axis)
+                k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+                rot = np.eye(3) + math.sin(angle) * k + (1 - math.cos(angle)) * k @ k  # Rodrigues
+                expected = (m.origin if m.origin is not None else np.eye(4)).copy()
+                expected[:3, :3] = expected[:3, :3] @ rot
+                got = urdf.get_transform(m.child, m.parent)
+                np.testing.assert_allclose(got, expected, atol=1e-9)
+                mimics_checked += 1
+    assert mimics_checked > 0  # the dexterous hand's URDF has mimic joints
