@@ -11,7 +11,12 @@ Prints, from the board's own log (CLOCK_MONOTONIC stamps) — a benchmark, not a
   board and to the target pose again; boots and reconnects the driver counted;
 - ``--stalls`` write stalls of ``--stall-ms`` injected into the driver's serial writes while it
   follows a moving hand: reconnects, link errors and pulse jumps beyond the rate limit
-  (acceptance: 0 and 0).
+  (acceptance: 0 and 0);
+- driver stalls of ``--long-stalls-ms`` (default 200 and 500 ms, ``--long-stalls`` of each) at the
+  default rate limit and ``command_timeout_s`` (a fresh rig with a 1 s board watchdog, so the board
+  never goes safe by itself): stale events, refused late commands, the largest per-frame pulse
+  change against the rate limit (``max_speed_dps × max_step_s``) and jumps beyond it, counted
+  across detaches (issue 27: acceptance 0 jumps).
 
 Needs ``ROS_DOMAIN_ID`` (private) and ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` (tools/env.sh).
 Figures on a shared machine are noisy: they include scheduling delays of every process.
@@ -48,8 +53,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--trials", type=int, default=10, help="stale-command trials")
     ap.add_argument("--stalls", type=int, default=20, help="write stalls to inject")
     ap.add_argument("--stall-ms", type=float, default=60.0)
+    ap.add_argument("--long-stalls", type=int, default=10, help="driver stalls of each --long-stalls-ms")
+    ap.add_argument("--long-stalls-ms", default="200,500", help="comma list of driver stall lengths (ms)")
+    ap.add_argument("--only-long-stalls", action="store_true", help="skip every other figure")
     ap.add_argument("--workdir", default=None, help="keep the logs here (default: a temporary directory)")
     args = ap.parse_args(argv)
+    if args.only_long_stalls:
+        from hand_common.testing import require_local_ros_env
+
+        require_local_ros_env()
+        workdir = args.workdir or tempfile.mkdtemp(prefix="bench_faults_")
+        return long_stalls(workdir, [float(x) for x in args.long_stalls_ms.split(",")], args.long_stalls)
     from hand_common.testing import require_local_ros_env, wait_until
     from hand_servo_driver.fault_rig import FaultRig, pulse_jumps
 
@@ -153,7 +167,58 @@ def main(argv: Sequence[str] | None = None) -> int:
             lost_data = True
     finally:
         code = rig.close()
+    if args.long_stalls:
+        lost_data |= long_stalls(os.path.join(workdir, "long_stalls"), [float(x) for x in args.long_stalls_ms.split(",")],
+                                 args.long_stalls) != 0
     return 1 if (lost_data or code) else 0
+
+
+def long_stalls(workdir: str, stall_ms: Sequence[float], n: int) -> int:
+    """Driver stalls of each length in ``stall_ms``, ``n`` times each, at the default rate limit and
+    command timeout while the driver follows a moving hand (see the module docstring). Returns 1
+    when any jump was seen."""
+    from hand_common.testing import wait_until
+    from hand_servo_driver.fault_rig import US_PER_DEG, FaultRig, largest_step, pulse_jumps
+
+    os.makedirs(workdir, exist_ok=True)
+    bad = 0
+    for ms in stall_ms:
+        sub = os.path.join(workdir, f"stall_{ms:g}ms")
+        os.makedirs(sub, exist_ok=True)
+        rig = FaultRig(sub, speed_dps=300.0, board_args=("--watchdog-ms", "1000"), stall_ms=ms)
+        try:
+            rig.activate()
+            speed = float(rig.params["thumb"]["max_speed_dps"])
+            max_step = float(rig.params["max_step_s"])
+            limit = speed * US_PER_DEG * max_step
+            _, _, v0 = rig.wait_diag(lambda lvl, m, v: True, 5.0)
+            t0 = time.monotonic()
+            rig.start_stream(moving_hand)
+            time.sleep(1.0)
+            for i in range(n):
+                rig.stall()
+                wait_until(lambda i=i, r=rig: len(r.stalls()) >= i + 1, 5.0, f"stall {i + 1}")
+                time.sleep(0.6)
+            rig.stop_stream()
+            time.sleep(1.0)
+            _, _, v = rig.wait_diag(lambda lvl, m, v: True, 5.0)
+            frames = rig.frames(t0)
+            stalls = rig.stalls()
+            jumps = pulse_jumps(frames, limit + 1, across_detach=True)
+            worst = largest_step(frames)
+            trips = len(rig.board.records("watchdog"))
+            print(f"{len(stalls)} driver stalls of {ms:g} ms (measured {_fmt([s['end'] - s['start'] for s in stalls])}), "
+                  f"max_speed_dps {speed:g}, command_timeout_s {rig.params['command_timeout_s']}, rate_hz "
+                  f"{rig.params['rate_hz']}:")
+            print(f"  largest per-frame change {worst} us (rate limit x max_step_s = {limit:.0f} us; one tick "
+                  f"{speed * US_PER_DEG / float(rig.params['rate_hz']):.0f} us); jumps beyond it {len(jumps)}; "
+                  f"stale events {int(v['stale_events']) - int(v0['stale_events'])}, late commands refused "
+                  f"{int(v['commands_late']) - int(v0['commands_late'])}, board watchdog trips {trips}, "
+                  f"frames applied {len(frames)}")
+            bad |= bool(jumps) or trips > 0
+        finally:
+            rig.close()
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

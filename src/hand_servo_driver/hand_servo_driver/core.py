@@ -10,10 +10,20 @@ commands, time and the board's STATUS frames and writes the frames it returns. R
   *rate limiter* (``max_speed_dps``) that the output follows at every :meth:`step`. A SET_PULSES
   frame goes out only when the rounded output changed; otherwise a HEARTBEAT every
   ``heartbeat_period_s`` keeps the board's watchdog fed.
-- The newest command older than ``command_timeout_s`` → the safe pose (or detach), once, not rate
-  limited; the limiter restarts from the safe pose when fresh commands come back.
-- The board (re)booted or tripped its watchdog → its outputs are at its safe pose or detached:
-  the driver ramps from the safe pose.
+- A command's age comes from its capture stamp (:class:`CommandAge`: the transit beyond the fastest
+  seen, so a clock offset between the sender and us cancels); a command that arrives older than
+  ``command_timeout_s`` by its stamp, or older than the newest one followed, is refused (a burst
+  queued behind a stall or a dead link is never replayed).
+- The newest command older than ``command_timeout_s`` → the safe pose, reached by a ramp under the
+  same rate limit from where the horns are (``safe_mode: detach`` stops the pulses at once: the
+  horns go limp, no jump); fresh commands ramp on from wherever that ramp got to. Deactivation
+  ramps to the safe pose the same way (the node finishes the ramp before it releases the port).
+- Frames to the board are capped at ``1/min_frame_interval_s`` a second on average (a token
+  bucket: a frame for a fresh command needs one token, a tick's ramp step a full bucket of
+  :data:`BURST` tokens), however fast commands come; heartbeats and the final safe frame always go.
+- The board (re)booted or tripped its watchdog → its outputs are detached (the horns stay where
+  they were: the ramp restarts from the last pulses it applied) or at its safe pose (the ramp
+  restarts from the safe pose).
 - The link came back → no pulse goes out until the board's first STATUS says where its outputs
   are: BOOT, detached or SAFE → ramp from the safe pose; still attached → the board still holds
   the last SET_PULSES it acknowledged (:attr:`DriverCore.acked_pulses`), and the ramp resumes from
@@ -41,6 +51,10 @@ from hand_servo_driver.calibration import (
 from hand_servo_driver.motion import Deadband, RateLimiter
 
 SAFE_MODES = ("pose", "detach")
+#: The safe pose is on the open side whatever a parameter says: ``safe_flexion`` above this is refused.
+SAFE_FLEXION_MAX = 0.3
+#: Token bucket of the frame cap (frames): a command's frame needs 1 token, a tick's ramp step all of them.
+BURST = 2.0
 #: Frames (acknowledged or lost) over which :meth:`DriverCore.loss_rate` is computed.
 LOSS_WINDOW = 100
 
@@ -75,6 +89,8 @@ class DriverConfig:
     safe_mode: ``pose`` (SET_PULSES of each servo's pulse at ``safe_flexion``) or ``detach``
     (SAFE frame: the board stops the pulses). ack_timeout_s: a frame not acknowledged within this
     is counted lost. max_step_s: the longest time step the rate limiter honours.
+    min_frame_interval_s: the frame cap (1/rate_hz; 0 = none). safe_flexion: at most
+    :data:`SAFE_FLEXION_MAX` (the open side).
     """
 
     servos: tuple[ServoSettings, ...]
@@ -85,6 +101,7 @@ class DriverConfig:
     safe_flexion: float = 0.0
     ack_timeout_s: float = 0.5
     max_step_s: float = 0.1
+    min_frame_interval_s: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.servos:
@@ -100,8 +117,11 @@ class DriverConfig:
                 raise DriverConfigError(f"{name} must be > {lo}, got {v}")
         if self.safe_mode not in SAFE_MODES:
             raise DriverConfigError(f"safe_mode '{self.safe_mode}' is not one of {SAFE_MODES}")
-        if not (math.isfinite(self.safe_flexion) and 0.0 <= self.safe_flexion <= 1.0):
-            raise DriverConfigError(f"safe_flexion {self.safe_flexion} outside [0, 1]")
+        if not (math.isfinite(self.safe_flexion) and 0.0 <= self.safe_flexion <= SAFE_FLEXION_MAX):
+            raise DriverConfigError(f"safe_flexion {self.safe_flexion} outside [0, {SAFE_FLEXION_MAX}]: the safe pose "
+                                    "stays on the open side")
+        if not (math.isfinite(self.min_frame_interval_s) and self.min_frame_interval_s >= 0):
+            raise DriverConfigError(f"min_frame_interval_s must be >= 0, got {self.min_frame_interval_s}")
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -124,6 +144,65 @@ class DriverConfig:
 
     def deadbands_us(self) -> np.ndarray:
         return np.array([s.deadband_deg * self.us_per_degree for s in self.servos])
+
+
+class CommandAge:
+    """How late a command arrived, judged from its capture stamp without synchronised clocks.
+
+    ``transit = arrival − stamp`` (arrival on our clock in the stamps' time base — ROS time —,
+    the stamp on the sender's clock) is the true delivery time plus the offset between the two
+    clocks. The offset is unknown but constant, so the *excess* transit over the fastest delivery
+    seen (``base``) is the command's extra age, whatever the offset: a ±2 s offset changes
+    nothing; a command queued behind a stall or a dead link arrives with its delay as excess.
+    ``base`` rises by ``drift`` s per s (clock rates differ by ppm; a base stuck low would
+    slowly age every command) and drops to any smaller transit. A sender clock *stepped back*
+    raises every transit at once: when every command for ``rebase_s`` was late by about the same
+    excess (within ``spread_s``) while arriving steadily (gaps under ``spread_s``), that is a clock
+    step, not a delay, and the base takes the new transit (counted in :attr:`rebases`). A burst
+    replayed after a stall arrives in a moment, not steadily for seconds, and stays refused.
+    Times in seconds; ``mono`` is our monotonic clock.
+    """
+
+    def __init__(self, drift: float = 1e-3, rebase_s: float = 2.0, spread_s: float = 0.15):
+        self.drift = float(drift)
+        self.rebase_s = float(rebase_s)
+        self.spread_s = float(spread_s)
+        self.base: float | None = None
+        self._base_t = 0.0
+        self._late_since: float | None = None
+        self._late_last = 0.0
+        self._late_lo = self._late_hi = 0.0
+        self.rebases = 0
+
+    def reset(self) -> None:
+        self.base = None
+        self._late_since = None
+
+    def excess(self, stamp_s: float, arrival_s: float, mono: float, limit_s: float = math.inf) -> float:
+        """The command's age beyond the fastest delivery seen (s, >= 0). ``limit_s``: the age
+        above which the caller refuses it (feeds the clock-step detection)."""
+        transit = float(arrival_s) - float(stamp_s)
+        if self.base is None:
+            self.base = transit
+        else:
+            self.base += self.drift * max(0.0, mono - self._base_t)
+            self.base = min(self.base, transit)
+        self._base_t = mono
+        ex = transit - self.base
+        if ex <= limit_s:
+            self._late_since = None
+            return ex
+        if (self._late_since is None or mono - self._late_last > self.spread_s
+                or max(self._late_hi, ex) - min(self._late_lo, ex) > self.spread_s):
+            self._late_since, self._late_lo, self._late_hi = mono, ex, ex
+        self._late_last = mono
+        self._late_lo, self._late_hi = min(self._late_lo, ex), max(self._late_hi, ex)
+        if mono - self._late_since >= self.rebase_s:
+            self.base = transit
+            self.rebases += 1
+            self._late_since = None
+            return 0.0
+        return ex
 
 
 def round_us(values: Sequence[float]) -> tuple[int, ...]:
@@ -152,6 +231,10 @@ class DriverStats:
     commands_inactive: int = 0
     bad_frames_in: int = 0
     resumes: int = 0  #: reconnects that resumed from the board's acknowledged pulses (no jump)
+    commands_late: int = 0  #: refused: older than command_timeout_s by their stamp when they arrived
+    commands_out_of_order: int = 0  #: refused: stamped before the newest command followed
+    frames_capped: int = 0  #: frames held back by the frame cap (sent later, merged)
+    clock_rebases: int = 0  #: the sender's clock stepped back (see CommandAge)
     last_reject: str = ""
     last_reject_t: float = -math.inf
     last_clamp_t: float = -math.inf
@@ -166,7 +249,8 @@ class DriverCore:
         self.seq = 0
         self.active = False
         self.flexions: dict[str, float] | None = None
-        self.cmd_time: float | None = None
+        self.cmd_time: float | None = None  #: our monotonic time at which the newest command was captured (est.)
+        self.cmd_stamp: float | None = None  #: capture stamp of the newest command followed (sender's clock)
         self.stale = False
         self.target: np.ndarray | None = None
         self.last_sent: tuple[int, ...] | None = None
@@ -176,7 +260,13 @@ class DriverCore:
         self._safe_pending = False
         self._commanded_safe = False
         self._last_safe_seq: int | None = None
-        self._drive_t: float | None = None  # time of the last rate-limiter step while driving
+        self._drive_t: float | None = None  # time of the last rate-limiter step
+        #: ramping to the safe pose (stale while active, or deactivated); False once there
+        self.going_safe = False
+        self.age = CommandAge()
+        self.last_refused = ""
+        self._tokens = BURST
+        self._tokens_t = -math.inf
         self.outstanding: OrderedDict[int, tuple[int, float]] = OrderedDict()
         self.board: p.Status | None = None
         self.last_status_t: float | None = None
@@ -184,6 +274,12 @@ class DriverCore:
         #: pulses (µs) of the last SET_PULSES the board acknowledged as applied; None = unknown,
         #: detached or after a boot
         self.acked_pulses: tuple[int, ...] | None = None
+        #: the last pulses sent while the link was up (kept across detach and reboots: a limp horn
+        #: stays about where it was) — where a ramp restarts after the board lost its outputs. The
+        #: sent pulses, not the acknowledged ones: the board applies a frame before its STATUS
+        #: comes back, and a link cut between the two must not move the estimate back.
+        self.horn_pulses: tuple[int, ...] | None = None
+        self._link_down = False
         self._pulses_by_seq: dict[int, tuple[int, ...]] = {}
         #: after a link (re)open: no pulses until a STATUS tells where the board's outputs are
         self.awaiting_status = False
@@ -209,37 +305,55 @@ class DriverCore:
 
     # --- lifecycle -------------------------------------------------------------------------------
     def activate(self) -> None:
-        """Enable output. The first fresh command starts a ramp from the safe pose."""
+        """Enable output. The first fresh command starts a ramp from where the horns are (the
+        safe pose unless a ramp to it was cut short)."""
         self.active = True
+        self.going_safe = False
         self._forget_command()
-        self.limiter.reset(self.config.safe_pulses())
+        self.age.reset()
 
     def deactivate(self, now: float) -> list[bytes]:
-        """Disable output and return the safe frame to send."""
+        """Disable output and start the ramp to the safe pose (``detach``: the SAFE frame at
+        once); returns the frames to send now. :meth:`step` continues the ramp; :attr:`at_safe`
+        says when it is done."""
+        was_active = self.active
         self.active = False
         self._forget_command()
-        return [self.safe_frame(now)]
+        if self.config.safe_mode == "detach":
+            return [self.safe_frame(now)]
+        self.going_safe = was_active or self.going_safe
+        return self.step(now, urgent=True)
+
+    @property
+    def at_safe(self) -> bool:
+        """The last frame sent holds the safe pose (or detached) and no ramp is under way."""
+        return not self.going_safe and (self._commanded_safe or self.last_sent is None
+                                        or self.last_sent == round_us(self.config.safe_pulses()))
 
     def _forget_command(self) -> None:
         self.flexions = None
         self.cmd_time = None
+        self.cmd_stamp = None
         self.stale = False
         self.target = None
-        self._drive_t = None  # the first frame of a new ramp is the safe pose exactly
+        self._drive_t = None
         self.deadband.reset()
 
     def safe_frame(self, now: float) -> bytes:
-        """The safe pose (or detach) frame; the limiter then starts from the safe pose."""
+        """The safe pose (or detach) frame, at once, unramped: for ``detach`` (the horns go limp:
+        no jump) and for a process about to end whose ramp could not finish
+        (:meth:`finish_safe`)."""
         safe = self.config.safe_pulses()
-        self.limiter.reset(safe)
-        self._drive_t = None
         self.stats.safe_sent += 1
         self._safe_pending = False
         self._last_safe_seq = self.seq
+        self.going_safe = False
+        self._drive_t = None
         if self.config.safe_mode == "detach":
             self.last_sent = None
             frame = self._frame(p.MsgType.SAFE, now, p.encode_safe, p.SAFE_DETACH)
         else:
+            self.limiter.reset(safe)
             pulses = round_us(safe)
             self.last_sent = pulses
             frame = self._pulses_frame(pulses, now)
@@ -247,57 +361,127 @@ class DriverCore:
         return frame
 
     # --- inputs ------------------------------------------------------------------------------------
-    def command(self, flexions: Mapping[str, float], now: float) -> bool:
-        """A validated flexion command (``{name: flexion}``, every servo name present). Returns
-        False (and counts it) when inactive: the command is dropped."""
+    def command(self, flexions: Mapping[str, float], now: float, stamp_s: float | None = None,
+                arrival_s: float | None = None) -> bool:
+        """A validated flexion command (``{name: flexion}``, every servo name present), with its
+        capture stamp and our arrival time in the same time base (ROS time, s; None: unstamped,
+        judged by arrival). Returns False when it is not followed: inactive (dropped), older
+        than ``command_timeout_s`` by its stamp when it arrived, or stamped before the newest
+        command followed (each counted, :attr:`last_refused` says why)."""
         if not self.active:
             self.stats.commands_inactive += 1
             return False
+        excess = 0.0
+        if stamp_s is not None and arrival_s is not None:
+            rebases = self.age.rebases
+            excess = self.age.excess(stamp_s, arrival_s, now, self.config.command_timeout_s)
+            if self.age.rebases != rebases:
+                self.stats.clock_rebases += 1
+            if self.cmd_stamp is not None and stamp_s < self.cmd_stamp:
+                self.stats.commands_out_of_order += 1
+                self.last_refused = f"stamped {self.cmd_stamp - stamp_s:.3f} s before the newest command followed"
+                return False
+            if excess > self.config.command_timeout_s:
+                self.stats.commands_late += 1
+                self.last_refused = (f"arrived {excess:.3f} s late by its stamp (command_timeout_s "
+                                     f"{self.config.command_timeout_s:g})")
+                return False
+            self.cmd_stamp = stamp_s
         self.stats.commands += 1
         self.flexions = {n: float(flexions[n]) for n in self.config.names}
         self.target = self.deadband.update(self.config.pulses(self.flexions))
-        self.cmd_time = now
+        self.cmd_time = now - excess
         return True
 
-    def step(self, now: float) -> list[bytes]:
-        """Advance to ``now`` and return the frames to write (possibly none)."""
+    def _tokens_now(self, now: float) -> float:
+        iv = self.config.min_frame_interval_s
+        if iv <= 0:
+            return BURST
+        return min(BURST, self._tokens + (now - self._tokens_t) / iv)
+
+    def _spend(self, now: float) -> None:
+        self._tokens = self._tokens_now(now) - 1.0
+        self._tokens_t = now
+
+    def step(self, now: float, urgent: bool = False) -> list[bytes]:
+        """Advance to ``now`` and return the frames to write (possibly none). ``urgent``: called
+        for a fresh command (its frame needs one token of the frame cap, a tick's a full bucket)."""
         self._expire_acks(now)
         frames: list[bytes] = []
+        goal = None
         if self.active and self.cmd_time is not None and self.target is not None:
             if now - self.cmd_time > self.config.command_timeout_s:
                 if not self.stale:
                     self.stale = True
                     self.stats.stale_events += 1
-                    frames.append(self.safe_frame(now))
-            elif not self.awaiting_status:
+                    if self.config.safe_mode == "detach":
+                        frames.append(self.safe_frame(now))
+                    else:
+                        self.going_safe = True
+            else:
                 self.stale = False
-                dt = 0.0 if self._drive_t is None else now - self._drive_t
-                self._drive_t = now
-                pulses = round_us(self.limiter.step(self.target, dt))
-                if pulses != self.last_sent:
+                self.going_safe = False
+                goal = self.target
+        if self.going_safe:
+            goal = self.config.safe_pulses()
+        if goal is None:
+            self._drive_t = None  # idle: the next ramp does not integrate the idle time
+        elif not self.awaiting_status:
+            dt = 0.0 if self._drive_t is None else now - self._drive_t
+            before, before_t = self.limiter.value.copy(), self._drive_t
+            self._drive_t = now
+            pulses = round_us(self.limiter.step(goal, dt))
+            if pulses != self.last_sent:
+                if self._tokens_now(now) >= (1.0 if urgent else BURST) - 1e-9:
                     self.last_sent = pulses
                     frames.append(self._pulses_frame(pulses, now))
-        if self._safe_pending and (not self.active or self.stale):
+                    if self.going_safe and pulses == round_us(goal):
+                        self._reached_safe()
+                else:  # held back: the limiter stays with what the board has, so the next frame
+                    # moves at most rate x min(time since this one, max_step_s) — never a merged jump
+                    self.limiter.value, self._drive_t = before, before_t
+                    self.stats.frames_capped += 1
+            elif self.going_safe and pulses == round_us(goal):
+                self._reached_safe()
+        if self._safe_pending and (not self.active or self.stale) and not self.going_safe:
             frames.append(self.safe_frame(now))
         if not frames and now - self.last_tx_t >= self.config.heartbeat_period_s:
             frames.append(self._frame(p.MsgType.HEARTBEAT, now, p.encode_heartbeat))
         return frames
+
+    def _reached_safe(self) -> None:
+        """The ramp's last frame (the safe pulses) was just built."""
+        self.going_safe = False
+        self._drive_t = None
+        self._commanded_safe = True
+        self._last_safe_seq = self.last_pulses_seq
+        self.stats.safe_sent += 1
+
+    def finish_safe(self, now: float) -> list[bytes]:
+        """A process about to end (shutdown, error) whose ramp could not finish in time: the
+        safe frame at once (for ``pose`` a last move at the servos' own speed; the node sends
+        it only after ramping for as long as it may)."""
+        self.active = False
+        self._forget_command()
+        return [self.safe_frame(now)]
 
     def on_link_up(self, now: float) -> None:
         """The port (re)opened. The board may have rebooted (detached) or still hold the last
         pulses: nothing but heartbeats goes out until its first STATUS (see the module doc). If
         the last thing commanded was the safe pose/detach, it is sent again (it may have been
         lost with the link). Without acknowledgements (dry run) the ramp starts at the safe pose."""
+        self._link_down = False
         self.outstanding.clear()
         self._pulses_by_seq.clear()
         self.awaiting_status = self.expect_acks  # a dry run has no board to ask
         self._boot_check = self._frames_seen is not None
-        self._resync(now, count=False)  # until the board says otherwise: ramp from the safe pose
+        self._resync(now, count=False, at_safe=not self.expect_acks)
         self._safe_pending = self._commanded_safe
         self.last_tx_t = -math.inf  # heartbeat at once: ask for a STATUS
         self._silence_ref = now
 
     def on_link_down(self, now: float) -> None:
+        self._link_down = True  # frames built from now on reach no board: the horn estimate stays
         self.outstanding.clear()
         self._pulses_by_seq.clear()
         self.last_sent = None
@@ -325,7 +509,7 @@ class DriverCore:
                 self.stats.board_watchdog_trips += 1
                 self.acked_pulses = None
                 self.awaiting_status = False
-                self._resync(now)
+                self._resync(now, at_safe=bool(s.flags & p.Flag.ATTACHED))  # attached: at its safe pose
             return
         if self.awaiting_status:
             self._resume_from_board(s, now)
@@ -355,7 +539,7 @@ class DriverCore:
             # acknowledged after our last pulses, yet the watchdog flag is set: a trip we missed
             self.stats.board_watchdog_trips += 1
             self.acked_pulses = None
-            self._resync(now)
+            self._resync(now, at_safe=bool(s.flags & p.Flag.ATTACHED))
 
     def loss_rate(self) -> tuple[float, int]:
         """(share of frames lost, frames resolved) over the last :data:`LOSS_WINDOW` frames that
@@ -390,20 +574,29 @@ class DriverCore:
             self._drive_t = None
             self.last_sent = None  # the first frame re-states (about) the pulses the board holds
             self.stats.resumes += 1
-        else:
-            self._resync(now, count=False)
+        else:  # at its safe pose (SAFE/WATCHDOG) or detached (rebooted: the horns stay where they were)
+            self._resync(now, count=False, at_safe=attached)
 
-    def _resync(self, now: float, count: bool = True) -> None:
+    def _resync(self, now: float, count: bool = True, at_safe: bool = False) -> None:
+        """The board's outputs are not what we last sent: ``at_safe`` → they are at the safe
+        pose; else detached (boot, detach) or unknown yet (link reopened): the horns are where
+        the last applied pulses left them (:attr:`horn_pulses`; else the limiter's value). The
+        next step re-sends from there under the rate limit: never a jump to the safe pose."""
         if count:
             self.stats.resyncs += 1
         self.last_sent = None
-        self.limiter.reset(self.config.safe_pulses())
-        self._drive_t = None  # the ramp restarts from the safe pose at the next step
+        if at_safe:
+            self.limiter.reset(self.config.safe_pulses())
+        elif self.horn_pulses is not None:
+            self.limiter.reset(self.horn_pulses)
+        self._drive_t = None
 
     def _pulses_frame(self, pulses: tuple[int, ...], now: float) -> bytes:
         self._commanded_safe = False
         self.stats.pulses_sent += 1
         self.last_pulses_seq = self.seq
+        if not self._link_down:
+            self.horn_pulses = pulses
         if self.expect_acks:
             self._pulses_by_seq[self.seq] = pulses
         return self._frame(p.MsgType.SET_PULSES, now, p.encode_set_pulses, list(zip(self.config.channels, pulses)))
@@ -413,6 +606,7 @@ class DriverCore:
         data = encoder(seq, *args)
         self.seq = (seq + 1) & 0xFFFF
         self.last_tx_t = now
+        self._spend(now)
         if self.stats.frames_sent == 0:
             self._silence_ref = now
         self.stats.frames_sent += 1

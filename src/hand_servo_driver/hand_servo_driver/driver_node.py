@@ -8,10 +8,17 @@ Lifecycle (ros2/demos lifecycle_py style):
 - on_configure: read parameters, open the port (retrying up to ``connect_timeout_s``; FAILURE
   naming the port if it never appears), create the subscription, timers and /diagnostics.
   Heartbeats start (link supervision) but no pulse is sent.
-- on_activate: output enabled; the first *fresh* command starts a ramp from the safe pose.
-- on_deactivate: the safe pose (or detach) is sent at once; commands are ignored.
-- on_cleanup: port closed, everything created in on_configure released.
-- on_shutdown / on_error (from any state): safe pose if a port is open, then release.
+- on_activate: output enabled; the first *fresh* command starts a ramp from where the horns are.
+- on_deactivate: the ramp to the safe pose starts (``detach``: sent at once); commands are
+  ignored; the control tick carries the ramp on.
+- on_cleanup: the ramp is finished (at most :data:`SAFE_RAMP_LIMIT_S`), port closed, everything
+  created in on_configure released.
+- on_shutdown / on_error (from any state): the same ramp to the safe pose if a port is open, then
+  release.
+
+Commands: each is judged by its capture stamp (``header.stamp``, ROS time) against our ROS clock
+(:class:`core.CommandAge`: clock offsets cancel); frames to the board go out as soon as a fresh
+command arrives, capped at ``rate_hz`` frames/s on average (:data:`core.BURST`).
 
 Topics: subscribes ``/hand/target_flexions`` (sensor_msgs/JointState, ``contract.LATEST`` QoS),
 publishes ``/diagnostics`` (diagnostic_msgs/DiagnosticArray, ``contract.STREAM`` QoS).
@@ -43,6 +50,9 @@ RECENT_S = 5.0
 LOSS_WARN = 0.05
 LOSS_ERROR = 0.20
 LOSS_MIN_FRAMES = 20
+#: The longest a cleanup/shutdown/error transition ramps to the safe pose before it sends the
+#: safe frame at once (s); the default rate limit covers the SG90's whole range in 0.6 s.
+SAFE_RAMP_LIMIT_S = 1.5
 
 
 class ServoDriverNode(SafeLifecycleNode):
@@ -157,7 +167,8 @@ class ServoDriverNode(SafeLifecycleNode):
         self._write(self._core.deactivate(time.monotonic()))
         self._flush_dry_log(force=True)
         if sendable:
-            self.get_logger().info(f"inactive: safe {self._core.config.safe_mode} sent")
+            how = "sent" if self._core.config.safe_mode == "detach" else "ramp started"
+            self.get_logger().info(f"inactive: safe {self._core.config.safe_mode} {how}")
         else:
             self.get_logger().warning("inactive; serial link down, the board's watchdog makes it safe")
         self._publish_diagnostics()
@@ -174,9 +185,9 @@ class ServoDriverNode(SafeLifecycleNode):
     def _go_safe(self, why: str) -> None:
         """Before the release of shutdown/error: the safe pose if the port (or dry run) can take it."""
         if self._core is not None:
-            self._core.active = False
             if self._can_send():
-                self._write([self._core.safe_frame(time.monotonic())])
+                self._write(self._core.deactivate(time.monotonic()))
+                self._finish_safe_ramp(why)
                 self._flush_dry_log(force=True)
                 self.get_logger().info(f"{why}: safe {self._core.config.safe_mode} sent")
             elif self._link is not None:
@@ -188,8 +199,28 @@ class ServoDriverNode(SafeLifecycleNode):
             return True
         return self._link is not None and self._link.up
 
+    def _finish_safe_ramp(self, why: str) -> None:
+        """Carry a ramp to the safe pose to its end before the port closes (the control tick no
+        longer runs in a transition); after :data:`SAFE_RAMP_LIMIT_S` the safe frame goes at once."""
+        core = self._core
+        if core is None or not self._can_send():
+            return
+        period = 1.0 / (self._settings.rate_hz if self._settings else 50.0)
+        end = time.monotonic() + SAFE_RAMP_LIMIT_S
+        while not core.at_safe and time.monotonic() < end and self._can_send():
+            time.sleep(period)
+            self._write(core.step(time.monotonic()))
+            if self._link is not None and self._link.up:
+                self._link.read()  # keep the board's replies flowing (its acks are not needed here)
+                self._link.flush()
+        if not core.at_safe and self._can_send():
+            self.get_logger().warning(f"{why}: the ramp to the safe pose did not finish within "
+                                      f"{SAFE_RAMP_LIMIT_S:g} s: safe pose sent at once")
+            self._write(core.finish_safe(time.monotonic()))
+
     def _release(self) -> None:
         """The release hook (cleanup, shutdown, error): timers, subscription, /diagnostics, the port."""
+        self._finish_safe_ramp("release")
         for timer in (self._timer, self._diag_timer):
             if timer is not None:
                 self.destroy_timer(timer)
@@ -216,8 +247,11 @@ class ServoDriverNode(SafeLifecycleNode):
             self.get_logger().warning(f"ignored {contract.TOPIC_TARGET_FLEXIONS}: {exc}", throttle_duration_sec=2.0)
             return
         now = time.monotonic()
-        if core.command(flexions, now) and self._can_send():
-            self._write(core.step(now))
+        # an unstamped message (stamp 0) is judged by its arrival alone
+        stamp = (msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9) or None
+        arrival = self.get_clock().now().nanoseconds * 1e-9
+        if core.command(flexions, now, stamp, arrival) and self._can_send():
+            self._write(core.step(now, urgent=True))  # at once: the wire follows the command, not the tick
 
     def _now_ms(self, now: float) -> int:
         return int((now - self._t0) * 1000.0) & 0xFFFFFFFF
@@ -261,8 +295,8 @@ class ServoDriverNode(SafeLifecycleNode):
         was_stale = core.stale
         self._write(core.step(now))
         if core.stale and not was_stale:
-            self.get_logger().warning(f"command older than {core.config.command_timeout_s} s: safe "
-                                      f"{core.config.safe_mode} sent")
+            self.get_logger().warning(f"command older than {core.config.command_timeout_s} s: ramping to the "
+                                      f"safe {core.config.safe_mode}")
         self._check_link_down()
 
     def _write(self, frames: list[bytes]) -> None:
@@ -357,7 +391,9 @@ class ServoDriverNode(SafeLifecycleNode):
             "board_boots": st.board_boots, "watchdog_trips_seen": st.board_watchdog_trips, "resyncs": st.resyncs, "resends": st.resends,
             "stale": core.stale, "stale_events": st.stale_events, "commands": st.commands,
             "commands_ignored": self._ignored, "last_ignored": self._last_ignored,
-            "commands_inactive": st.commands_inactive,
+            "commands_inactive": st.commands_inactive, "commands_late": st.commands_late,
+            "commands_out_of_order": st.commands_out_of_order, "last_refused": core.last_refused,
+            "frames_capped": st.frames_capped, "clock_rebases": st.clock_rebases, "going_safe": core.going_safe,
             "last_pulses_us": " ".join(map(str, core.last_sent)) if core.last_sent else "",
             "channels": " ".join(map(str, core.config.channels)),
             "reconnects": link.reconnects if link else 0, "link_errors": link.errors if link else 0,

@@ -75,19 +75,35 @@ def read_jsonl(path: str) -> list[dict[str, Any]]:
     return out
 
 
-def pulse_jumps(frames: Sequence[dict[str, Any]], limit_us: float) -> list[tuple[float, int, int, int]]:
+def pulse_jumps(frames: Sequence[dict[str, Any]], limit_us: float,
+                across_detach: bool = False) -> list[tuple[float, int, int, int]]:
     """Consecutive accepted SET_PULSES whose output moved more than ``limit_us`` on a channel:
-    ``(mono, channel, from_us, to_us)``. A frame after a detached output is not a jump."""
+    ``(mono, channel, from_us, to_us)``. A frame after a detached output is not a jump, unless
+    ``across_detach``: then a channel's last pulses before it was detached (a reboot, a detach)
+    are where its limp horn still is, and the first pulses after are compared with them."""
     jumps = []
-    prev = None
+    prev: list[int | None] | None = None
     for r in frames:
         out = r.get("outputs")
         if prev is not None and out is not None:
             for ch, (a, b) in enumerate(zip(prev, out)):
                 if a is not None and b is not None and abs(b - a) > limit_us:
                     jumps.append((r["mono"], ch, a, b))
+        if across_detach and out is not None and prev is not None:
+            out = [b if b is not None else a for a, b in zip(prev, out)]
         prev = out
     return jumps
+
+
+def largest_step(frames: Sequence[dict[str, Any]]) -> int:
+    """The largest change of one channel between consecutive frames that both drive it (µs)."""
+    worst, prev = 0, None
+    for r in frames:
+        out = r.get("outputs")
+        if prev is not None and out is not None:
+            worst = max([worst] + [abs(b - a) for a, b in zip(prev, out) if a is not None and b is not None])
+        prev = out
+    return worst
 
 
 class FaultRig:

@@ -24,7 +24,7 @@ from hand_servo_driver.calibration import (
     CalibrationError,
     ServoCalibration,
 )
-from hand_servo_driver.core import DriverConfig, DriverConfigError, ServoSettings
+from hand_servo_driver.core import SAFE_FLEXION_MAX, DriverConfig, DriverConfigError, ServoSettings
 
 GLOBAL_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("port", "/dev/ttyACM0", "Serial device of the board (a pty link for sim_board). Applies at configure."),
@@ -38,7 +38,9 @@ GLOBAL_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("reconnect_min_s", 0.2, "First retry delay after the link went down (s); doubles up to reconnect_max_s.",
               (0.01, 60.0)),
     ParamSpec("reconnect_max_s", 2.0, "Longest retry delay while the device is gone (s).", (0.01, 600.0)),
-    ParamSpec("rate_hz", 50.0, "Control loop rate: rate limiter steps, heartbeats, stale check, link I/O (Hz). "
+    ParamSpec("rate_hz", 100.0, "Control loop rate: rate limiter steps, heartbeats, stale check, link I/O, and the "
+              "cap on frames to the board (on average; a fresh command's frame goes out at once). 100 Hz = one "
+              "SET_PULSES (5 servos, 24 bytes, 2.1 ms at 115200 baud) per 10 ms: 21 % of the link. "
               "Applies at configure.", (1.0, 500.0)),
     ParamSpec("command_timeout_s", 0.15, "A command older than this is stale: the servos go to the safe pose (s). "
               "Default: 4.5 frame periods at 30 Hz, so the safe pose is out within 0.2 s; at least two control "
@@ -47,11 +49,13 @@ GLOBAL_PARAMS: tuple[ParamSpec, ...] = (
               (0.01, 10.0), live=True),
     ParamSpec("ack_timeout_s", 0.5, "A frame without STATUS within this counts as unacknowledged (s).",
               (0.01, 10.0), live=True),
-    ParamSpec("max_step_s", 0.1, "Longest time step the rate limiter honours; a stalled loop never jumps (s).",
-              (0.001, 1.0), live=True),
+    ParamSpec("max_step_s", 0.02, "Longest time step the rate limiter honours (s): after a stalled loop the ramp "
+              "resumes by at most max_speed_dps x max_step_s (2 ticks at 100 Hz: 67 µs at 300 °/s), never a "
+              "jump; at least 1/rate_hz.", (0.001, 1.0), live=True),
     ParamSpec("safe_mode", "pose", "What 'safe' means: 'pose' (each servo at safe_flexion) or 'detach' "
               "(the board stops the pulses; SG90s go limp).", live=True),
-    ParamSpec("safe_flexion", 0.0, "Flexion of the safe pose (0 = open hand, tendons slack).", (0.0, 1.0), live=True),
+    ParamSpec("safe_flexion", 0.0, "Flexion of the safe pose (0 = open hand, tendons slack); at most "
+              f"{SAFE_FLEXION_MAX} (the open side, whatever is asked).", (0.0, SAFE_FLEXION_MAX), live=True),
     ParamSpec("us_per_degree", SG90_US_PER_DEGREE, "Pulse µs per degree of horn travel (SG90: 2000 µs / 180°), "
               "converts max_speed_dps and deadband_deg.", (1.0, 50.0), live=True),
     ParamSpec("dry_run", False, "No port: log the pulses that would be sent. Applies at configure."),
@@ -137,6 +141,10 @@ def cross_parameter_problems(values: Mapping[str, Any], board_channels: int | No
         if v[f"{name}.enabled"] and int(v[f"{name}.channel"]) >= nch:
             problems.append(f"{name}.channel {int(v[f'{name}.channel'])} does not exist on a {nch}-channel board "
                             f"({nch_src}; channels 0..{nch - 1})")
+    ms = float(v["max_step_s"])
+    if ms < tick:
+        problems.append(f"max_step_s {ms:g} s is shorter than one control period ({tick:g} s at rate_hz "
+                        f"{float(v['rate_hz']):g}): every ramp would run slower than max_speed_dps")
     ct = float(v["command_timeout_s"])
     if ct < 2 * tick:
         problems.append(f"command_timeout_s {ct:g} s is shorter than two control periods ({2 * tick:g} s at "
@@ -167,7 +175,7 @@ def build_config(values: Mapping[str, Any], board_channels: int | None = None,
         servos=tuple(servos), us_per_degree=float(v["us_per_degree"]), command_timeout_s=float(v["command_timeout_s"]),
         heartbeat_period_s=float(v["heartbeat_period_s"]), safe_mode=str(v["safe_mode"]),
         safe_flexion=float(v["safe_flexion"]), ack_timeout_s=float(v["ack_timeout_s"]),
-        max_step_s=float(v["max_step_s"]))
+        max_step_s=float(v["max_step_s"]), min_frame_interval_s=1.0 / float(v["rate_hz"]))
     problems = cross_parameter_problems(v, board_channels, board_watchdog_s)
     if problems:
         raise DriverConfigError("; ".join(problems))

@@ -131,18 +131,30 @@ def test_deadband_suppresses_repeats_but_not_real_moves():
     assert len(lp.pulses_frames()) > n
 
 
-def test_stale_command_goes_to_safe_pose_once():
+def _pulse_series(lp):
+    return [(t, [u for _, u in p.decode_set_pulses(f.payload)])
+            for f, t in zip(lp.sent, lp.sent_t) if f.type == p.MsgType.SET_PULSES]
+
+
+def _largest_step(series):
+    return max((max(abs(b - a) for a, b in zip(x, y)) for (_, x), (_, y) in zip(series, series[1:])), default=0)
+
+
+def test_stale_command_ramps_to_the_safe_pose_once():
     lp = Loop(config(command_timeout_s=0.5))
     lp.core.activate()
     lp.core.command(flex(1, 1, 1, 1, 1), 0.0)
-    lp.run(0.7)  # no more commands; the ramp continues until the command is stale
-    pulses = [(t, [u for _, u in p.decode_set_pulses(f.payload)])
-              for f, t in zip(lp.sent, lp.sent_t) if f.type == p.MsgType.SET_PULSES]
+    lp.run(1.2)  # no more commands; the ramp continues until the command is stale, then ramps back
+    pulses = _pulse_series(lp)
     assert pulses[0] == (DT, [1000] * 5)  # attach at the safe pose, then ramp up
     assert max(us[0] for _, us in pulses) == 1000 + 24 * 40  # 24 ramp steps of 40 µs before 0.5 s
-    safe = [t for t, us in pulses[1:] if us == [1000] * 5]
-    assert safe == [pytest.approx(0.52)]  # first step after command_timeout_s, not rate limited
+    down = [t for t, us in pulses if us[0] < 1960 and t > 0.5]
+    assert down[0] == pytest.approx(0.52)  # the first step after command_timeout_s
+    assert _largest_step(pulses) <= RATE_US * DT + 1  # never a jump: the safe pose is reached by ramp
+    safe = [t for t, us in pulses if us == [1000] * 5 and t > 0.5]
+    assert safe == [pytest.approx(0.52 + 23 * DT)]  # 960 µs at 40 µs a step: the 24th step is there
     assert lp.core.stale and lp.board.outputs == [1000] * 5 and lp.core.stats.stale_events == 1
+    assert lp.core.stats.safe_sent == 1 and lp.core.at_safe
     n = len(pulses)
     lp.run(1.0)
     assert len(lp.pulses_frames()) == n  # once only; heartbeats keep the board fed
@@ -151,6 +163,19 @@ def test_stale_command_goes_to_safe_pose_once():
     lp.run(0.1, flex(1, 1, 1, 1, 1))
     assert not lp.core.stale
     assert 1000 < lp.board.outputs[0] <= 1000 + RATE_US * 0.1 + 1
+
+
+def test_fresh_commands_during_the_safe_ramp_take_over_from_where_it_got():
+    lp = Loop(config(command_timeout_s=0.1))
+    lp.core.activate()
+    lp.run(1.0, flex(1, 1, 1, 1, 1))
+    assert lp.board.outputs == [2000] * 5
+    lp.run(0.2)  # stale after 0.1 s: the ramp down starts
+    low = lp.board.outputs[0]
+    assert lp.core.stale and 2000 - RATE_US * 0.12 - 1 <= low < 2000
+    lp.run(0.1, flex(1, 1, 1, 1, 1))
+    assert not lp.core.stale and lp.board.outputs[0] > low
+    assert _largest_step(_pulse_series(lp)) <= RATE_US * DT + 1
 
 
 def test_detach_safe_mode_and_deactivate():
@@ -207,20 +232,38 @@ def test_board_watchdog_trip_makes_the_driver_ramp_from_the_safe_pose():
     assert 1000 < lp.board.outputs[0] <= 1000 + RATE_US * 0.1 + 1
 
 
-def test_reconnect_to_a_rebooted_board_resends_and_ramps():
-    lp = Loop(config())
+def test_reconnect_to_a_rebooted_board_ramps_from_where_the_horns_were():
+    """A reboot detaches the outputs: the limp horns stay about where the last pulses left them,
+    so the first frame to the rebooted board is those pulses, not the safe pose (a 1000 µs jump)."""
+    lp = Loop(config(command_timeout_s=2.0))
     lp.core.activate()
     lp.run(1.0, flex(1, 1, 1, 1, 1))
     lp.connected = False
     lp.core.on_link_down(lp.t)
-    lp.run(0.5, flex(1, 1, 1, 1, 1))
+    lp.run(0.5, flex(0.5, 0.5, 0.5, 0.5, 0.5))  # the hand moves on while the link is down
     lp.board = Board(BoardConfig(channels=5), lp.ms())  # replugged: rebooted, detached
     lp.connected = True
     lp.core.on_link_up(lp.t)
-    lp.run(0.1, flex(1, 1, 1, 1, 1))
-    assert 1000 < lp.board.outputs[0] <= 1000 + RATE_US * 0.1 + 1
+    n = len(lp.sent)
+    lp.run(0.1, flex(0.5, 0.5, 0.5, 0.5, 0.5))
+    first = [f for f in lp.sent[n:] if f.type == p.MsgType.SET_PULSES][0]
+    assert [u for _, u in p.decode_set_pulses(first.payload)] == [2000] * 5
+    assert 2000 - RATE_US * 0.1 - 1 <= lp.board.outputs[0] < 2000
+    lp.run(1.0, flex(0.5, 0.5, 0.5, 0.5, 0.5))
+    assert lp.board.outputs == [1500] * 5
+    assert _board_jumps(lp.board.events, 0) <= RATE_US * DT + 1
+
+
+def test_a_reboot_seen_by_its_boot_status_ramps_from_the_last_pulses_too():
+    lp = Loop(config(command_timeout_s=2.0))
+    lp.core.activate()
     lp.run(1.0, flex(1, 1, 1, 1, 1))
-    assert lp.board.outputs == [2000] * 5
+    lp.board = Board(BoardConfig(channels=5), lp.ms())  # a brown-out: the board restarts under us
+    lp._deliver(lp.board.boot_replies())
+    lp.run(0.2, flex(0, 0, 0, 0, 0))
+    series = _pulse_series(lp)
+    assert _largest_step(series) <= RATE_US * DT + 1
+    assert lp.core.stats.board_boots == 2 and 2000 - RATE_US * 0.2 - 1 <= lp.board.outputs[0] < 2000
 
 
 def test_safe_pose_is_resent_after_reconnect_while_stale():
@@ -378,3 +421,170 @@ def test_safe_pose_frame_leaves_within_timeout_plus_one_period_over_10_phases():
                 if f.type == p.MsgType.SET_PULSES and core.stale:
                     sent_at = t
         assert sent_at is not None and 0.15 < sent_at - last <= 0.15 + 0.02 + 1e-9
+
+
+# --- issue 27: stalls without jumps, stamps, the frame cap, the safe pose ---------------------------------
+def test_command_age_cancels_a_clock_offset_and_sees_delays():
+    from hand_servo_driver.core import CommandAge
+
+    for offset in (-2.0, 0.0, 2.0):  # the sender's clock ahead/behind ours: the same judgements
+        age = CommandAge()
+        exs = []
+        for k in range(60):  # 30 Hz, 5 ms transit, every 10th delayed by 0.2 s
+            t = k / 30.0
+            delay = 0.005 + (0.2 if k % 10 == 9 else 0.0)
+            exs.append(age.excess(t + offset, t + delay, t + delay, 0.15))
+        assert [round(e, 2) for e in exs if e > 0.01] == [0.2] * 6  # (the base drifts up 1 ms/s)
+        assert max(e for e in exs if e < 0.1) <= 0.002
+
+
+def test_command_age_rebases_after_a_clock_step_but_not_for_a_burst():
+    from hand_servo_driver.core import CommandAge
+
+    age = CommandAge()
+    for k in range(30):
+        age.excess(k / 30.0, k / 30.0 + 0.005, k / 30.0, 0.15)
+    # a burst of 5 commands captured 1 s ago, delivered at once (a stall): refused, no rebase
+    t = 2.0
+    assert all(age.excess(t - 1.0 + 0.01 * i, t, t, 0.15) > 0.9 for i in range(5))
+    # the sender's clock steps back 2 s: every command is 2 s "late", steadily at 30 Hz
+    ex = [age.excess(t + k / 30.0 - 2.0, t + k / 30.0, t + k / 30.0, 0.15) for k in range(1, 91)]
+    late = [e for e in ex if e > 0.15]
+    assert 55 <= len(late) <= 61 and age.rebases == 1  # 2 s of steady flow, then the base follows
+    assert ex[-1] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_command_late_by_its_stamp_is_refused_and_a_stale_burst_never_replayed():
+    cfg = config(command_timeout_s=0.15)
+    core = DriverCore(cfg, expect_acks=False)
+    core.on_link_up(0.0)
+    core.activate()
+    offset = 1234.5  # the sender's clock: unrelated to ours
+    for k in range(10):
+        t = k / 30.0
+        assert core.command(flex(0.5, 0.5, 0.5, 0.5, 0.5), t + 0.004, t + offset, t + 0.004)
+    t = 0.3
+    # queued behind a 0.2 s stall: captured at 0.3, arriving at 0.5
+    assert not core.command(flex(1, 1, 1, 1, 1), 0.5, t + offset, 0.5)
+    assert core.stats.commands_late == 1 and "late by its stamp" in core.last_refused
+    # reordered: older than the newest followed
+    assert core.command(flex(0.5, 0.5, 0.5, 0.5, 0.5), 0.52, 0.515 + offset, 0.52)
+    assert not core.command(flex(1, 1, 1, 1, 1), 0.53, 0.51 + offset, 0.53)
+    assert core.stats.commands_out_of_order == 1
+    # a command 0.1 s old by its stamp is fresh for only 0.05 s more
+    assert core.command(flex(0.5, 0.5, 0.5, 0.5, 0.5), 0.7, 0.6 + offset, 0.705)
+    core.step(0.74)
+    assert not core.stale
+    core.step(0.76)
+    assert core.stale
+
+
+def _stall_run(stall_s: float, rate_hz: float = 50.0):
+    """30 Hz stamped commands following a moving hand, the driver ticking at rate_hz; at 1.0 s the
+    driver stalls for ``stall_s`` (no tick, no command); afterwards the timer runs first, then the
+    newest queued command (keep-last-1), then fresh ones. Returns the board's output series."""
+    # the board's watchdog (1 s) outlasts the stall: the board does not go safe by itself
+    lp = Loop(config(command_timeout_s=0.15, min_frame_interval_s=1.0 / rate_hz),
+              BoardConfig(channels=5, watchdog_ms=1000))
+    lp.core.activate()
+    tick = 1.0 / rate_hz
+
+    def hand(t):
+        v = 0.5 + 0.45 * math.sin(2 * math.pi * 0.5 * t)
+        return flex(v, v, v, v, v)
+
+    t, next_cmd, stalled = 0.0, 0.0, False
+    while t < 3.0:
+        t = round(t + tick, 6)
+        lp.t = t
+        if not stalled and t >= 1.0:
+            stalled = True
+            t = round(t + stall_s, 6)
+            lp.t = t
+            lp.send(lp.core.step(t))  # the control timer runs before the queued command
+            cap = math.floor(t * 30) / 30.0
+            if lp.core.command(hand(cap), t, cap, t):
+                lp.send(lp.core.step(t, urgent=True))
+            next_cmd = cap + 1 / 30.0
+            continue
+        while next_cmd <= t:  # the commands due by now, each arriving 4 ms after capture
+            lp.t = next_cmd + 0.004
+            if lp.core.command(hand(next_cmd), lp.t, next_cmd, lp.t):
+                lp.send(lp.core.step(lp.t, urgent=True))
+            next_cmd += 1 / 30.0
+        lp.t = t
+        lp.send(lp.core.step(t))
+    return lp
+
+
+@pytest.mark.parametrize("stall_s", [0.2, 0.5])
+def test_a_driver_stall_never_jumps_the_servos(stall_s):
+    lp = _stall_run(stall_s)
+    worst = _board_jumps(lp.board.events, 0)
+    assert worst <= RATE_US * lp.core.config.max_step_s + 1  # the rate limit, never the safe pose at once
+    # the timer ran before the queued command (keep-last-1: the newest, fresh one): one step
+    # toward the safe pose, then back to following
+    assert lp.core.stats.stale_events == 1 and not lp.core.stale
+    assert lp.board.watchdog_trips == 0
+
+
+def test_the_frame_cap_holds_a_1khz_command_flood_to_the_control_rate():
+    lp = Loop(config(max_speed_dps=1e5, deadband_deg=0.0, min_frame_interval_s=0.01))
+    lp.core.activate()
+    n0 = len(lp.pulses_frames())
+    for k in range(1000):  # 1 s of commands at 1 kHz, each a new pose, the control tick at 100 Hz
+        lp.t = round(k * 0.001, 6)
+        v = 0.2 + 0.6 * ((k * 7) % 100) / 100.0
+        lp.core.command(flex(v, v, v, v, v), lp.t)
+        lp.send(lp.core.step(lp.t, urgent=True))
+        if k % 10 == 0:
+            lp.send(lp.core.step(lp.t))
+    sent = lp.pulses_frames()[n0:]
+    assert 90 <= len(sent) <= 102  # <= rate_hz (+ the bucket's 2 tokens)
+    times = np.array([t for f, t in zip(lp.sent, lp.sent_t) if f.type == p.MsgType.SET_PULSES][n0:])
+    assert max(np.sum((times >= t) & (times < t + 0.01)) for t in times) <= 2  # at most 2 in any 10 ms
+    assert lp.core.stats.frames_capped > 800
+
+
+def test_a_command_at_30_fps_goes_out_at_once_under_the_cap():
+    lp = Loop(config(min_frame_interval_s=0.01, deadband_deg=0.0))
+    lp.core.activate()
+    late = 0
+    for k in range(90):
+        t = round(k / 30.0, 6)
+        for j in range(1, 4):  # the ticks between commands ramp toward the last target
+            lp.t = round(t - 0.0333 + j * 0.01, 6)
+            if lp.t > 0:
+                lp.send(lp.core.step(lp.t))
+        lp.t = t
+        v = 0.5 + 0.4 * math.sin(k / 5.0)
+        lp.core.command(flex(v, v, v, v, v), t)
+        frames = lp.core.step(t, urgent=True)
+        late += not frames
+        lp.send(frames)
+    assert late <= 1  # the first command: attach at the safe pose, nothing moved yet
+
+
+def test_deactivate_ramps_to_the_safe_pose():
+    lp = Loop(config(command_timeout_s=1.0))
+    lp.core.activate()
+    lp.run(1.0, flex(1, 1, 1, 1, 1))
+    lp.send(lp.core.deactivate(lp.t))
+    assert not lp.core.at_safe and lp.board.outputs[0] >= 2000 - RATE_US * DT - 1
+    lp.run(1.0)
+    assert lp.core.at_safe and lp.board.outputs == [1000] * 5
+    assert _board_jumps(lp.board.events, 0) <= RATE_US * DT + 1
+    # a process that must end now: the safe frame at once
+    lp.core.activate()
+    lp.run(0.2, flex(0.5, 0.5, 0.5, 0.5, 0.5))
+    lp.send(lp.core.finish_safe(lp.t))
+    assert lp.board.outputs == [1000] * 5
+
+
+def test_the_safe_pose_stays_on_the_open_side():
+    from hand_servo_driver.core import SAFE_FLEXION_MAX
+
+    assert config(safe_flexion=SAFE_FLEXION_MAX).safe_flexion == SAFE_FLEXION_MAX
+    for bad in (0.31, 1.0):
+        with pytest.raises(DriverConfigError, match="open side"):
+            config(safe_flexion=bad)

@@ -93,7 +93,7 @@ def test_readme_documents_every_parameter():
     ({"heartbeat_period_s": 0.2, "board_watchdog_s": 0.3}, "board watchdog of 0.3 s (board_watchdog_s)"),
     ({"thumb.channel": 7}, "thumb.channel 7 does not exist on a 5-channel board"),
     ({"pinky.channel": 5}, "pinky.channel 5 does not exist"),
-    ({"command_timeout_s": 0.03}, "command_timeout_s 0.03 s is shorter than two control periods"),
+    ({"command_timeout_s": 0.03, "rate_hz": 50.0}, "command_timeout_s 0.03 s is shorter than two control periods"),
 ])
 def test_cross_parameter_rules_refuse_with_reasons(values, reason):
     with pytest.raises(DriverConfigError, match=reason.replace("(", r"\(").replace(")", r"\)")):
