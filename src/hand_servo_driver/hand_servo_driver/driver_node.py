@@ -80,6 +80,7 @@ class ServoDriverNode(SafeLifecycleNode):
         self._dry_logged_t = 0.0
         self._board_checked = False
         self._board_problems: list[str] = []
+        self._ramp_why = ""  # a ramp to the safe pose is under way: what it is for (logged when done)
         self._t0 = time.monotonic()
 
     # --- parameters ----------------------------------------------------------------------------------
@@ -167,8 +168,7 @@ class ServoDriverNode(SafeLifecycleNode):
         self._write(self._core.deactivate(time.monotonic()))
         self._flush_dry_log(force=True)
         if sendable:
-            how = "sent" if self._core.config.safe_mode == "detach" else "ramp started"
-            self.get_logger().info(f"inactive: safe {self._core.config.safe_mode} {how}")
+            self._report_safe_ramp("inactive")
         else:
             self.get_logger().warning("inactive; serial link down, the board's watchdog makes it safe")
         self._publish_diagnostics()
@@ -199,6 +199,17 @@ class ServoDriverNode(SafeLifecycleNode):
             return True
         return self._link is not None and self._link.up
 
+    def _report_safe_ramp(self, why: str) -> None:
+        """Log "<why>: safe <mode> sent" once the ramp to it is done (now or from the tick)."""
+        core = self._core
+        if core is not None and core.at_safe:
+            self.get_logger().info(f"{why}: safe {core.config.safe_mode} sent")
+            self._ramp_why = ""
+        else:
+            if not self._ramp_why:
+                self.get_logger().info(f"{why}: ramping to the safe pose")
+            self._ramp_why = why
+
     def _finish_safe_ramp(self, why: str) -> None:
         """Carry a ramp to the safe pose to its end before the port closes (the control tick no
         longer runs in a transition); after :data:`SAFE_RAMP_LIMIT_S` the safe frame goes at once."""
@@ -217,6 +228,8 @@ class ServoDriverNode(SafeLifecycleNode):
             self.get_logger().warning(f"{why}: the ramp to the safe pose did not finish within "
                                       f"{SAFE_RAMP_LIMIT_S:g} s: safe pose sent at once")
             self._write(core.finish_safe(time.monotonic()))
+        if self._ramp_why:
+            self._report_safe_ramp(self._ramp_why)
 
     def _release(self) -> None:
         """The release hook (cleanup, shutdown, error): timers, subscription, /diagnostics, the port."""
@@ -294,6 +307,8 @@ class ServoDriverNode(SafeLifecycleNode):
         self._flush_dry_log()
         was_stale = core.stale
         self._write(core.step(now))
+        if self._ramp_why:
+            self._report_safe_ramp(self._ramp_why)
         if core.stale and not was_stale:
             self.get_logger().warning(f"command older than {core.config.command_timeout_s} s: ramping to the "
                                       f"safe {core.config.safe_mode}")
