@@ -13,8 +13,9 @@ commands, time and the board's STATUS frames and writes the frames it returns. R
 - A command's age comes from its capture stamp (:class:`CommandAge`: the transit beyond the fastest
   seen, so a clock offset between the sender and us cancels); a command that arrives older than
   ``command_timeout_s`` by its stamp, or older than the newest one followed, is refused (a burst
-  queued behind a stall or a dead link is never replayed).
-- The newest command older than ``command_timeout_s`` → the safe pose, reached by a ramp under the
+  queued behind a stall or a dead link is never replayed). The pose followed is therefore at most
+  ``command_timeout_s`` old when it arrives and is held for at most ``command_timeout_s`` more.
+- No command followed for ``command_timeout_s`` → the safe pose, reached by a ramp under the
   same rate limit from where the horns are (``safe_mode: detach`` stops the pulses at once: the
   horns go limp, no jump); fresh commands ramp on from wherever that ramp got to. Deactivation
   ramps to the safe pose the same way (the node finishes the ramp before it releases the port).
@@ -249,7 +250,7 @@ class DriverCore:
         self.seq = 0
         self.active = False
         self.flexions: dict[str, float] | None = None
-        self.cmd_time: float | None = None  #: our monotonic time at which the newest command was captured (est.)
+        self.cmd_time: float | None = None  #: our monotonic time at which the newest command followed arrived
         self.cmd_stamp: float | None = None  #: capture stamp of the newest command followed (sender's clock)
         self.stale = False
         self.target: np.ndarray | None = None
@@ -390,7 +391,7 @@ class DriverCore:
         self.stats.commands += 1
         self.flexions = {n: float(flexions[n]) for n in self.config.names}
         self.target = self.deadband.update(self.config.pulses(self.flexions))
-        self.cmd_time = now - excess
+        self.cmd_time = now
         return True
 
     def _tokens_now(self, now: float) -> float:
