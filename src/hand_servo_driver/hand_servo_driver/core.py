@@ -37,178 +37,31 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from hand_servo_driver import protocol as p
-from hand_servo_driver.calibration import (
-    SG90_US_PER_DEGREE,
-    CalibrationError,
-    ServoCalibration,
-    check_channels,
+from hand_servo_driver.command_age import CommandAge
+from hand_servo_driver.driver_config import (
+    SAFE_FLEXION_MAX,
+    SAFE_MODES,
+    DriverConfig,
+    DriverConfigError,
+    ServoSettings,
+    round_us,
 )
 from hand_servo_driver.motion import Deadband, RateLimiter
 
-SAFE_MODES = ("pose", "detach")
-#: The safe pose is on the open side whatever a parameter says: ``safe_flexion`` above this is refused.
-SAFE_FLEXION_MAX = 0.3
+#: also importable from here (their homes: :mod:`driver_config`, :mod:`command_age`)
+__all__ = ["BURST", "LOSS_WINDOW", "SAFE_FLEXION_MAX", "SAFE_MODES", "CommandAge", "DriverConfig", "DriverConfigError",
+           "DriverCore", "DriverStats", "ServoSettings", "round_us"]
+
 #: Token bucket of the frame cap (frames): a command's frame needs 1 token, a tick's ramp step all of them.
 BURST = 2.0
 #: Frames (acknowledged or lost) over which :meth:`DriverCore.loss_rate` is computed.
 LOSS_WINDOW = 100
-
-
-class DriverConfigError(ValueError):
-    """An invalid driver configuration; the message names the parameter."""
-
-
-@dataclass(frozen=True)
-class ServoSettings:
-    """One servo: calibration, speed limit (degrees of horn per second) and deadband (degrees)."""
-
-    calibration: ServoCalibration
-    max_speed_dps: float = 300.0
-    deadband_deg: float = 1.0
-
-    def __post_init__(self) -> None:
-        n = self.calibration.name
-        if not (math.isfinite(self.max_speed_dps) and self.max_speed_dps > 0):
-            raise DriverConfigError(f"{n}.max_speed_dps must be > 0, got {self.max_speed_dps}")
-        if not (math.isfinite(self.deadband_deg) and self.deadband_deg >= 0):
-            raise DriverConfigError(f"{n}.deadband_deg must be >= 0, got {self.deadband_deg}")
-
-
-@dataclass(frozen=True)
-class DriverConfig:
-    """Everything :class:`DriverCore` needs (the node builds it from its parameters).
-
-    servos: the enabled servos (each has a distinct board channel). us_per_degree: horn degrees
-    → pulse µs (SG90 ≈ 11.1). command_timeout_s: age after which the newest command is stale.
-    heartbeat_period_s: longest silence on the wire (must be below the board's watchdog).
-    safe_mode: ``pose`` (SET_PULSES of each servo's pulse at ``safe_flexion``) or ``detach``
-    (SAFE frame: the board stops the pulses). ack_timeout_s: a frame not acknowledged within this
-    is counted lost. max_step_s: the longest time step the rate limiter honours.
-    min_frame_interval_s: the frame cap (1/rate_hz; 0 = none). safe_flexion: at most
-    :data:`SAFE_FLEXION_MAX` (the open side).
-    """
-
-    servos: tuple[ServoSettings, ...]
-    us_per_degree: float = SG90_US_PER_DEGREE
-    command_timeout_s: float = 0.15
-    heartbeat_period_s: float = 0.1
-    safe_mode: str = "pose"
-    safe_flexion: float = 0.0
-    ack_timeout_s: float = 0.5
-    max_step_s: float = 0.1
-    min_frame_interval_s: float = 0.0
-
-    def __post_init__(self) -> None:
-        if not self.servos:
-            raise DriverConfigError("no servo enabled")
-        try:
-            check_channels([s.calibration for s in self.servos])
-        except CalibrationError as exc:
-            raise DriverConfigError(str(exc)) from exc
-        for name, v, lo in (("us_per_degree", self.us_per_degree, 0.0), ("command_timeout_s", self.command_timeout_s, 0.0),
-                            ("heartbeat_period_s", self.heartbeat_period_s, 0.0), ("ack_timeout_s", self.ack_timeout_s, 0.0),
-                            ("max_step_s", self.max_step_s, 0.0)):
-            if not (math.isfinite(v) and v > lo):
-                raise DriverConfigError(f"{name} must be > {lo}, got {v}")
-        if self.safe_mode not in SAFE_MODES:
-            raise DriverConfigError(f"safe_mode '{self.safe_mode}' is not one of {SAFE_MODES}")
-        if not (math.isfinite(self.safe_flexion) and 0.0 <= self.safe_flexion <= SAFE_FLEXION_MAX):
-            raise DriverConfigError(f"safe_flexion {self.safe_flexion} outside [0, {SAFE_FLEXION_MAX}]: the safe pose "
-                                    "stays on the open side")
-        if not (math.isfinite(self.min_frame_interval_s) and self.min_frame_interval_s >= 0):
-            raise DriverConfigError(f"min_frame_interval_s must be >= 0, got {self.min_frame_interval_s}")
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(s.calibration.name for s in self.servos)
-
-    @property
-    def channels(self) -> tuple[int, ...]:
-        return tuple(s.calibration.channel for s in self.servos)
-
-    def safe_pulses(self) -> np.ndarray:
-        """Each servo's pulse (µs, float) at ``safe_flexion``."""
-        return np.array([s.calibration.pulse_us(self.safe_flexion) for s in self.servos])
-
-    def pulses(self, flexions: Mapping[str, float]) -> np.ndarray:
-        """Each servo's pulse (µs, float) for ``{name: flexion}`` (names of every servo)."""
-        return np.array([s.calibration.pulse_us(flexions[s.calibration.name]) for s in self.servos])
-
-    def rates_us(self) -> np.ndarray:
-        return np.array([s.max_speed_dps * self.us_per_degree for s in self.servos])
-
-    def deadbands_us(self) -> np.ndarray:
-        return np.array([s.deadband_deg * self.us_per_degree for s in self.servos])
-
-
-class CommandAge:
-    """How late a command arrived, judged from its capture stamp without synchronised clocks.
-
-    ``transit = arrival − stamp`` (arrival on our clock in the stamps' time base — ROS time —,
-    the stamp on the sender's clock) is the true delivery time plus the offset between the two
-    clocks. The offset is unknown but constant, so the *excess* transit over the fastest delivery
-    seen (``base``) is the command's extra age, whatever the offset: a ±2 s offset changes
-    nothing; a command queued behind a stall or a dead link arrives with its delay as excess.
-    ``base`` rises by ``drift`` s per s (clock rates differ by ppm; a base stuck low would
-    slowly age every command) and drops to any smaller transit. A sender clock *stepped back*
-    raises every transit at once: when every command for ``rebase_s`` was late by about the same
-    excess (within ``spread_s``) while arriving steadily (gaps under ``spread_s``), that is a clock
-    step, not a delay, and the base takes the new transit (counted in :attr:`rebases`). A burst
-    replayed after a stall arrives in a moment, not steadily for seconds, and stays refused.
-    Times in seconds; ``mono`` is our monotonic clock.
-    """
-
-    def __init__(self, drift: float = 1e-3, rebase_s: float = 2.0, spread_s: float = 0.15):
-        self.drift = float(drift)
-        self.rebase_s = float(rebase_s)
-        self.spread_s = float(spread_s)
-        self.base: float | None = None
-        self._base_t = 0.0
-        self._late_since: float | None = None
-        self._late_last = 0.0
-        self._late_lo = self._late_hi = 0.0
-        self.rebases = 0
-
-    def reset(self) -> None:
-        self.base = None
-        self._late_since = None
-
-    def excess(self, stamp_s: float, arrival_s: float, mono: float, limit_s: float = math.inf) -> float:
-        """The command's age beyond the fastest delivery seen (s, >= 0). ``limit_s``: the age
-        above which the caller refuses it (feeds the clock-step detection)."""
-        transit = float(arrival_s) - float(stamp_s)
-        if self.base is None:
-            self.base = transit
-        else:
-            self.base += self.drift * max(0.0, mono - self._base_t)
-            self.base = min(self.base, transit)
-        self._base_t = mono
-        ex = transit - self.base
-        if ex <= limit_s:
-            self._late_since = None
-            return ex
-        if (self._late_since is None or mono - self._late_last > self.spread_s
-                or max(self._late_hi, ex) - min(self._late_lo, ex) > self.spread_s):
-            self._late_since, self._late_lo, self._late_hi = mono, ex, ex
-        self._late_last = mono
-        self._late_lo, self._late_hi = min(self._late_lo, ex), max(self._late_hi, ex)
-        if mono - self._late_since >= self.rebase_s:
-            self.base = transit
-            self.rebases += 1
-            self._late_since = None
-            return 0.0
-        return ex
-
-
-def round_us(values: Sequence[float]) -> tuple[int, ...]:
-    """Pulse widths to whole microseconds (half away from zero, deterministic)."""
-    return tuple(int(math.floor(v + 0.5)) for v in values)
 
 
 @dataclass

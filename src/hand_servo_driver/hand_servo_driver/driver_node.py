@@ -17,7 +17,7 @@ Lifecycle (ros2/demos lifecycle_py style):
   release.
 
 Commands: each is judged by its capture stamp (``header.stamp``, ROS time) against our ROS clock
-(:class:`core.CommandAge`: clock offsets cancel); frames to the board go out as soon as a fresh
+(:class:`command_age.CommandAge`: clock offsets cancel); frames to the board go out as soon as a fresh
 command arrives, capped at ``rate_hz`` frames/s on average (:data:`core.BURST`).
 
 Topics: subscribes ``/hand/target_flexions`` (sensor_msgs/JointState, ``contract.LATEST`` QoS),

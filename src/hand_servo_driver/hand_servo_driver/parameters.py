@@ -2,8 +2,8 @@
 
 :data:`PARAMS` is the single list the node declares (with descriptors) and that tests compare with
 ``config/servo_driver.yaml``. :func:`build_config` turns a ``{name: value}`` dict into the
-:class:`~hand_servo_driver.core.DriverConfig` and :class:`LinkSettings`, raising
-:class:`~hand_servo_driver.core.DriverConfigError` with the parameter's name on any bad value.
+:class:`~hand_servo_driver.driver_config.DriverConfig` and :class:`LinkSettings`, raising
+:class:`~hand_servo_driver.driver_config.DriverConfigError` with the parameter's name on any bad value.
 
 Per-servo parameters are ``<finger>.<field>`` for each finger of ``contract.FINGER_NAMES``
 (one tendon servo per digit): ``thumb.channel``, ``index.max_pulse_us``, …
@@ -24,7 +24,7 @@ from hand_servo_driver.calibration import (
     CalibrationError,
     ServoCalibration,
 )
-from hand_servo_driver.core import SAFE_FLEXION_MAX, DriverConfig, DriverConfigError, ServoSettings
+from hand_servo_driver.driver_config import SAFE_FLEXION_MAX, DriverConfig, DriverConfigError, ServoSettings
 
 GLOBAL_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("port", "/dev/ttyACM0", "Serial device of the board (a pty link for sim_board). Applies at configure."),

@@ -1,0 +1,65 @@
+"""How late a flexion command arrived, from its capture stamp, without synchronised clocks. No rclpy."""
+
+from __future__ import annotations
+
+import math
+
+
+class CommandAge:
+    """How late a command arrived, judged from its capture stamp without synchronised clocks.
+
+    ``transit = arrival − stamp`` (arrival on our clock in the stamps' time base — ROS time —,
+    the stamp on the sender's clock) is the true delivery time plus the offset between the two
+    clocks. The offset is unknown but constant, so the *excess* transit over the fastest delivery
+    seen (``base``) is the command's extra age, whatever the offset: a ±2 s offset changes
+    nothing; a command queued behind a stall or a dead link arrives with its delay as excess.
+    ``base`` rises by ``drift`` s per s (clock rates differ by ppm; a base stuck low would
+    slowly age every command) and drops to any smaller transit. A sender clock *stepped back*
+    raises every transit at once: when every command for ``rebase_s`` was late by about the same
+    excess (within ``spread_s``) while arriving steadily (gaps under ``spread_s``), that is a clock
+    step, not a delay, and the base takes the new transit (counted in :attr:`rebases`). A burst
+    replayed after a stall arrives in a moment, not steadily for seconds, and stays refused.
+    Times in seconds; ``mono`` is our monotonic clock.
+    """
+
+    def __init__(self, drift: float = 1e-3, rebase_s: float = 2.0, spread_s: float = 0.15):
+        self.drift = float(drift)
+        self.rebase_s = float(rebase_s)
+        self.spread_s = float(spread_s)
+        self.base: float | None = None
+        self._base_t = 0.0
+        self._late_since: float | None = None
+        self._late_last = 0.0
+        self._late_lo = self._late_hi = 0.0
+        self.rebases = 0
+
+    def reset(self) -> None:
+        self.base = None
+        self._late_since = None
+
+    def excess(self, stamp_s: float, arrival_s: float, mono: float, limit_s: float = math.inf) -> float:
+        """The command's age beyond the fastest delivery seen (s, >= 0). ``limit_s``: the age
+        above which the caller refuses it (feeds the clock-step detection)."""
+        transit = float(arrival_s) - float(stamp_s)
+        if self.base is None:
+            self.base = transit
+        else:
+            self.base += self.drift * max(0.0, mono - self._base_t)
+            self.base = min(self.base, transit)
+        self._base_t = mono
+        ex = transit - self.base
+        if ex <= limit_s:
+            self._late_since = None
+            return ex
+        if (self._late_since is None or mono - self._late_last > self.spread_s
+                or max(self._late_hi, ex) - min(self._late_lo, ex) > self.spread_s):
+            self._late_since, self._late_lo, self._late_hi = mono, ex, ex
+        self._late_last = mono
+        self._late_lo, self._late_hi = min(self._late_lo, ex), max(self._late_hi, ex)
+        if mono - self._late_since >= self.rebase_s:
+            self.base = transit
+            self.rebases += 1
+            self._late_since = None
+            return 0.0
+        return ex
+

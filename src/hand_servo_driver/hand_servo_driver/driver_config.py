@@ -1,0 +1,120 @@
+"""The servo driver's configuration: servos, timing and the safe pose, validated. No rclpy, no I/O.
+
+:class:`DriverConfig` is what :class:`~hand_servo_driver.core.DriverCore` runs on (the node builds it
+from its parameters, :func:`~hand_servo_driver.parameters.build_config`); every invalid value raises
+:class:`DriverConfigError` naming the parameter. The safe pose is bounded to the open side
+(:data:`SAFE_FLEXION_MAX`) whatever is asked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from hand_servo_driver.calibration import (
+    SG90_US_PER_DEGREE,
+    CalibrationError,
+    ServoCalibration,
+    check_channels,
+)
+
+SAFE_MODES = ("pose", "detach")
+#: The safe pose is on the open side whatever a parameter says: ``safe_flexion`` above this is refused.
+SAFE_FLEXION_MAX = 0.3
+
+
+class DriverConfigError(ValueError):
+    """An invalid driver configuration; the message names the parameter."""
+
+
+@dataclass(frozen=True)
+class ServoSettings:
+    """One servo: calibration, speed limit (degrees of horn per second) and deadband (degrees)."""
+
+    calibration: ServoCalibration
+    max_speed_dps: float = 300.0
+    deadband_deg: float = 1.0
+
+    def __post_init__(self) -> None:
+        n = self.calibration.name
+        if not (math.isfinite(self.max_speed_dps) and self.max_speed_dps > 0):
+            raise DriverConfigError(f"{n}.max_speed_dps must be > 0, got {self.max_speed_dps}")
+        if not (math.isfinite(self.deadband_deg) and self.deadband_deg >= 0):
+            raise DriverConfigError(f"{n}.deadband_deg must be >= 0, got {self.deadband_deg}")
+
+
+@dataclass(frozen=True)
+class DriverConfig:
+    """Everything :class:`DriverCore` needs (the node builds it from its parameters).
+
+    servos: the enabled servos (each has a distinct board channel). us_per_degree: horn degrees
+    → pulse µs (SG90 ≈ 11.1). command_timeout_s: age after which the newest command is stale.
+    heartbeat_period_s: longest silence on the wire (must be below the board's watchdog).
+    safe_mode: ``pose`` (SET_PULSES of each servo's pulse at ``safe_flexion``) or ``detach``
+    (SAFE frame: the board stops the pulses). ack_timeout_s: a frame not acknowledged within this
+    is counted lost. max_step_s: the longest time step the rate limiter honours.
+    min_frame_interval_s: the frame cap (1/rate_hz; 0 = none). safe_flexion: at most
+    :data:`SAFE_FLEXION_MAX` (the open side).
+    """
+
+    servos: tuple[ServoSettings, ...]
+    us_per_degree: float = SG90_US_PER_DEGREE
+    command_timeout_s: float = 0.15
+    heartbeat_period_s: float = 0.1
+    safe_mode: str = "pose"
+    safe_flexion: float = 0.0
+    ack_timeout_s: float = 0.5
+    max_step_s: float = 0.1
+    min_frame_interval_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.servos:
+            raise DriverConfigError("no servo enabled")
+        try:
+            check_channels([s.calibration for s in self.servos])
+        except CalibrationError as exc:
+            raise DriverConfigError(str(exc)) from exc
+        for name, v, lo in (("us_per_degree", self.us_per_degree, 0.0), ("command_timeout_s", self.command_timeout_s, 0.0),
+                            ("heartbeat_period_s", self.heartbeat_period_s, 0.0), ("ack_timeout_s", self.ack_timeout_s, 0.0),
+                            ("max_step_s", self.max_step_s, 0.0)):
+            if not (math.isfinite(v) and v > lo):
+                raise DriverConfigError(f"{name} must be > {lo}, got {v}")
+        if self.safe_mode not in SAFE_MODES:
+            raise DriverConfigError(f"safe_mode '{self.safe_mode}' is not one of {SAFE_MODES}")
+        if not (math.isfinite(self.safe_flexion) and 0.0 <= self.safe_flexion <= SAFE_FLEXION_MAX):
+            raise DriverConfigError(f"safe_flexion {self.safe_flexion} outside [0, {SAFE_FLEXION_MAX}]: the safe pose "
+                                    "stays on the open side")
+        if not (math.isfinite(self.min_frame_interval_s) and self.min_frame_interval_s >= 0):
+            raise DriverConfigError(f"min_frame_interval_s must be >= 0, got {self.min_frame_interval_s}")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(s.calibration.name for s in self.servos)
+
+    @property
+    def channels(self) -> tuple[int, ...]:
+        return tuple(s.calibration.channel for s in self.servos)
+
+    def safe_pulses(self) -> np.ndarray:
+        """Each servo's pulse (µs, float) at ``safe_flexion``."""
+        return np.array([s.calibration.pulse_us(self.safe_flexion) for s in self.servos])
+
+    def pulses(self, flexions: Mapping[str, float]) -> np.ndarray:
+        """Each servo's pulse (µs, float) for ``{name: flexion}`` (names of every servo)."""
+        return np.array([s.calibration.pulse_us(flexions[s.calibration.name]) for s in self.servos])
+
+    def rates_us(self) -> np.ndarray:
+        return np.array([s.max_speed_dps * self.us_per_degree for s in self.servos])
+
+    def deadbands_us(self) -> np.ndarray:
+        return np.array([s.deadband_deg * self.us_per_degree for s in self.servos])
+
+
+
+def round_us(values: Sequence[float]) -> tuple[int, ...]:
+    """Pulse widths to whole microseconds (half away from zero, deterministic)."""
+    return tuple(int(math.floor(v + 0.5)) for v in values)
+
