@@ -28,7 +28,7 @@ from hand_bringup.bringup import (
     share_file,
     shutdown_order,
 )
-from hand_bringup.runner_monitor import RunMonitor
+from hand_bringup.runner_monitor import HISTORY, RunMonitor
 from hand_bringup.runner_recording import Recorder, check_counts, summary_lines
 from hand_common import contract
 from hand_common.processes import NodeProcess, ensure_local_discovery
@@ -113,7 +113,9 @@ class Runner:
         self.board: NodeProcess | None = None
         self.probe = None
         self.recorder: Recorder | None = None
-        self.monitor = RunMonitor(self.two_hands)
+        # a finite source's figures cover all of it; anything longer keeps the last HISTORY frames
+        self.monitor = RunMonitor(self.two_hands, history=max(HISTORY, (cfg.video_frames or 0) + 100))
+        self.monitor.stamps_are_capture_times = cfg.overrides.get("tracker", {}).get("realtime", True) is not False
         self.t_start = time.time()
         self.cpu_seconds: dict[str, float] = {}  # process -> CPU s, sampled just before shutdown
         self._own_cpu0 = sum(os.times()[:2])  # the runner's CPU s counted from here
@@ -345,7 +347,7 @@ class Runner:
         frames = self.monitor.frames
         if self.monitor.source_finished():
             return True
-        if self.cfg.video_frames and max(len(frames), self._recorded(contract.TOPIC_LANDMARKS)) >= \
+        if self.cfg.video_frames and max(self.monitor.landmark_msgs, self._recorded(contract.TOPIC_LANDMARKS)) >= \
                 self.cfg.video_frames:  # whichever of the monitor and the bag has counted them all first
             return True
         if self.cfg.idle_stop_s and frames and time.time() - frames[-1][1] > self.cfg.idle_stop_s:

@@ -9,8 +9,10 @@ process on 2 shared cores loses nothing of a burst), and the latency probe at :d
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
+from collections import deque
 
 from hand_common import contract
 from hand_common.stats import percentiles_ms, rate_hz
@@ -22,22 +24,40 @@ MONITOR_QOS = contract.RECORD
 #: The latency probe subscribes like an actuator (contract.LATEST: reliable, keep-last 1): the
 #: figure is the age of the newest command when it arrives, not the runner's own backlog.
 LATENCY_QOS = contract.LATEST
+#: Frames, flexions and latencies a monitor keeps (rings; counts are running totals): 5 min at
+#: 30 fps. A run of a finite source keeps all of them (:class:`~hand_bringup.runner_core.Runner`
+#: passes the source's frame count when larger), so a demo's figures cover the whole video, and a
+#: camera or a looped source runs for hours in flat memory (it grew ~1.5 MB a minute before).
+HISTORY = 9000
+#: Frames and latencies the progress line's rate and median cover (the last ~2 s).
+PROGRESS_WINDOW = 60
 
 
 class RunMonitor:
     """The live measurements of one run (see module docstring). two_hands: the tracker publishes
-    the per-side flexion topics."""
+    the per-side flexion topics. history: how many of the latest frames, flexions and latencies
+    are kept (rings, :data:`HISTORY`); ``landmark_msgs``, ``frames_detected`` and ``flexion_msgs``
+    count every message of the run."""
 
-    def __init__(self, two_hands: bool = False) -> None:
+    def __init__(self, two_hands: bool = False, history: int = HISTORY) -> None:
+        if history < PROGRESS_WINDOW:
+            raise ValueError(f"history {history} < {PROGRESS_WINDOW} (the progress line's window)")
         self.two_hands = two_hands
+        self.history = int(history)
         # (frame_index, receive wall time, hand found, capture stamp ns) per /hand/landmarks message
-        self.frames: list[tuple[int, float, bool, int]] = []
-        self.flexion_latency: list[float] = []  # s, as a keep-last-1 subscriber sees them
+        self.frames: deque[tuple[int, float, bool, int]] = deque(maxlen=self.history)
+        self.flexion_latency: deque[float] = deque(maxlen=self.history)  # s, as a keep-last-1 subscriber sees them
+        self.frames_detected = 0  # /hand/landmarks messages with a hand, whole run
+        #: False when the tracker reads a file as fast as it can (realtime false): its stamps are the
+        #: media timeline, ahead of the wall clock, so capture→flexion is not measured (it printed
+        #: negative latencies)
+        self.stamps_are_capture_times = True
         self.twin_rtf: float | None = None  # twin's real-time factor since activation (diagnostics)
         self._trips: list[tuple[str, float]] = []  # (actuator, wall time) OK -> safe-pose transitions
         self._actuators_seen: set[str] = set()
         self._watchdog_ok: dict[str, bool] = {}
-        self.flexions: dict[int, list[float]] = {}  # capture stamp ns -> flexion thumb..pinky
+        # capture stamp ns -> flexion thumb..pinky, the latest ``history`` (insertion order = arrival)
+        self.flexions: dict[int, list[float]] = {}
         self.last_flexion: list[float] = []
         self.diagnostics: dict[str, dict[str, str]] = {}
         self.landmark_msgs = 0
@@ -65,18 +85,24 @@ class RunMonitor:
         idx = msg.hands[0].frame_index if msg.hands else (self.frames[-1][0] + 1 if self.frames else 0)
         stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
         self.frames.append((int(idx), time.time(), bool(msg.hands), stamp))
+        self.frames_detected += bool(msg.hands)
 
     def _on_latest_flexions(self, msg) -> None:
+        if not self.stamps_are_capture_times:
+            return
         latency = time.time() - (msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
-        if -0.5 < latency < 10.0:  # else the stamp is not a capture time on this clock (replayed stamps)
+        if 0.0 <= latency < 10.0:  # else the stamp is not a capture time on this clock (replayed stamps)
             self.flexion_latency.append(latency)
 
     def _on_flexions(self, msg) -> None:
         self.flexion_msgs += 1
         stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
         by_name = dict(zip(msg.name, msg.position))
-        self.flexions[stamp] = [float(by_name.get(f, math.nan)) for f in contract.FINGER_NAMES]
-        self.last_flexion = self.flexions[stamp]
+        self.last_flexion = [float(by_name.get(f, math.nan)) for f in contract.FINGER_NAMES]
+        self.flexions.pop(stamp, None)  # a repeated stamp moves to the newest end
+        self.flexions[stamp] = self.last_flexion
+        while len(self.flexions) > self.history:
+            del self.flexions[next(iter(self.flexions))]  # the oldest
 
     def _on_diagnostics(self, msg) -> None:
         if not self.diagnostics_from_bag:  # else the recorder's reader feeds read_diagnostics
@@ -126,14 +152,15 @@ class RunMonitor:
 
     def progress_line(self, video_frames: int | None = None) -> str:
         """The one-line progress report (video_frames: the source's frame count, if known)."""
-        n = len(self.frames)
-        det = sum(1 for f in self.frames if f[2])
+        n, det = self.landmark_msgs, self.frames_detected
         total = f"/{video_frames}" if video_frames else ""
-        fps = rate_hz([f[1] for f in self.frames[-60:]])
-        lat = percentiles_ms(self.flexion_latency[-60:])["p50"]
+        fps = rate_hz([f[1] for f in _last(self.frames, PROGRESS_WINDOW)])
+        lat = percentiles_ms(_last(self.flexion_latency, PROGRESS_WINDOW))["p50"]
         flex = " ".join(f"{v:.2f}" for v in self.last_flexion)
+        latency = ("n/a (unpaced)" if not self.stamps_are_capture_times
+                   else "-" if lat is None else f"{lat:.1f} ms")
         return (f"[runner] frames {n}{total}  hand {det}/{n}  {fps or 0:.1f} fps  "
-                f"capture→flexion {lat or 0:.1f} ms  flexion [{flex}]")
+                f"capture→flexion {latency}  flexion [{flex}]")
 
     def tracker_status(self) -> dict[str, str]:
         """The tracker's latest ``: tracking`` diagnostic values ({} before the first one)."""
@@ -167,3 +194,10 @@ class RunMonitor:
         if not self.two_hands:
             out[contract.TOPIC_TARGET_FLEXIONS] = self.flexion_msgs
         return out
+
+
+def _last(ring: deque, n: int) -> list:
+    """The last ``n`` items of ``ring``, oldest first (without copying the whole ring)."""
+    out = list(itertools.islice(reversed(ring), n))
+    out.reverse()
+    return out
