@@ -2,13 +2,17 @@
 
 The operator holds the hand open (flat, fingers extended) for about a second, then makes a fist
 for about a second (either order). :class:`PoseCapture` averages the 15 joint angles over the
-frames of each capture that had a plausible hand; :func:`windows_from_poses` turns the two poses
+frames of each capture that showed a clear hand (accepted by the quality gate, or refused by it
+only for its size or proportions: ``gate_held``, see :mod:`hand_tracking.calibration_session`);
+:func:`windows_from_poses` turns the two poses
 into windows:
 
 - per finger (``/hand/target_flexions``): ``straight`` = the open hand's mean curl of that
-  finger, ``curled`` = the fist's. A finger whose fist curl is not at least ``min_range`` rad below
-  its open curl is rejected by name (the two captures look alike for that finger: the fist was
-  not made, or tracking failed).
+  finger, ``curled`` = the fist's. A digit whose fist curl is not at least ``min_range`` rad below
+  its open curl is *kept*: its finger window and its three joint windows stay what they were (the
+  two captures look alike for that digit: the thumb barely curls in many fists, or tracking
+  failed), and :attr:`Calibration.kept` names it with its two curls. The calibration is refused
+  (CalibrationError naming every digit) only when no digit has that range.
 - each capture must look like its pose (:func:`check_pose`): an "open" capture whose fingers
   read closed under reference windows (the tracker's evidence-based defaults), or a "fist" whose
   fingers read open, is refused naming the finger and its angle, so a fist taken as the open
@@ -28,7 +32,7 @@ for ``max(slack, pace_factor x`` the longest interval between frames seen``)``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -45,20 +49,32 @@ class CalibrationError(ValueError):
 
 @dataclass(frozen=True)
 class CapturedPose:
-    """Mean joint angles (15, rad) and finger curls (5, rad) of one captured pose."""
+    """Mean joint angles (15, rad) and finger curls (5, rad) of one captured pose.
+
+    frames: frames that went into the mean, of which ``frames_gate_held`` the quality gate had
+    refused as implausible although the hand was clear (the rest it accepted); frames_total: every
+    frame of the capture window, with or without a usable hand."""
 
     pose: str
     angles: np.ndarray
     curls: np.ndarray
     frames: int
     frames_total: int
+    frames_gate_held: int = 0
+
+    def describe_frames(self) -> str:
+        """'N frames with a hand (A accepted, G held by the gate) of T'."""
+        return (f"{self.frames} frames with a hand ({self.frames - self.frames_gate_held} accepted by the gate, "
+                f"{self.frames_gate_held} it refused as implausible but clear) of {self.frames_total}")
 
 
 class PoseCapture:
     """Accumulate one calibration pose over ``duration_s`` of stream time.
 
-    ``add(t, angles)`` for every processed frame: t = the frame's media time (s), angles = its
-    15 joint angles, or None when the frame had no plausible hand. The capture spans the frames
+    ``add(t, angles, gate_held=False)`` for every processed frame: t = the frame's media time (s),
+    angles = its 15 joint angles, or None when the frame had no usable hand (none, out of frame,
+    a broken skeleton); gate_held: the quality gate refused the frame (it would hold the last
+    pose) although the hand is clear, and the angles are the frame's own. The capture spans the frames
     with ``t < t_first + duration_s``; :attr:`done` turns True at the first frame past that.
     :meth:`result` raises CalibrationError when fewer than ``min_hand_fraction`` of the frames
     had a hand.
@@ -75,10 +91,11 @@ class PoseCapture:
         self._t0: float | None = None
         self._sum = np.zeros(len(JOINT_NAMES))
         self.frames = 0
+        self.frames_gate_held = 0
         self.frames_total = 0
         self.done = False
 
-    def add(self, t: float, angles: ArrayLike | None) -> None:
+    def add(self, t: float, angles: ArrayLike | None, gate_held: bool = False) -> None:
         if self.done:
             return
         if self._t0 is None:
@@ -94,6 +111,7 @@ class PoseCapture:
             return
         self._sum += a
         self.frames += 1
+        self.frames_gate_held += int(gate_held)
 
     def result(self) -> CapturedPose:
         """The captured pose; CalibrationError if no (or too few) frames had a hand."""
@@ -105,7 +123,8 @@ class PoseCapture:
             raise CalibrationError(f"{self.pose} capture: hand found in only {self.frames} of "
                                    f"{self.frames_total} frames; hold the hand in view and retry")
         angles = self._sum / self.frames
-        return CapturedPose(self.pose, angles, finger_curls(angles), self.frames, self.frames_total)
+        return CapturedPose(self.pose, angles, finger_curls(angles), self.frames, self.frames_total,
+                            self.frames_gate_held)
 
 
 class StallWatch:
@@ -178,43 +197,66 @@ def check_pose(pose: CapturedPose, reference: Windows, *, limit: float = 0.5) ->
 class Calibration:
     """Windows set by a calibration: per finger (5) and per joint (15).
 
-    quality: the smallest open-to-fist curl range of index..pinky, rad, clipped to [0, 1] (a full
-    fist ranges about 1.0-1.4 rad; the thumb is not counted). Below 0.5 the fist was shallow and
-    flexions will be noisy.
+    calibrated: the digits whose windows come from the two captures (FINGER_NAMES order); kept:
+    digit -> why its windows were kept as they were (its open and fist curls too close).
+    quality: the smallest open-to-fist curl range of the calibrated fingers among index..pinky,
+    rad, clipped to [0, 1] (a full fist ranges about 1.0-1.4 rad; the thumb is not counted; 0 when
+    none of them was calibrated). Below 0.5 the fist was shallow and flexions will be noisy.
     """
 
     fingers: Windows
     joints: Windows
     quality: float = 1.0
+    calibrated: tuple[str, ...] = FINGER_NAMES
+    kept: dict[str, str] = field(default_factory=dict)
 
     def describe(self) -> str:
-        """Human-readable windows and quality (the ~/calibrate reply)."""
+        """Human-readable windows, what was calibrated and kept, and quality (the ~/calibrate reply)."""
         w = ", ".join(f"{f} {s:.2f}->{c:.2f}" for f, s, c in
                       zip(self.fingers.names, self.fingers.straight, self.fingers.curled))
-        return f"finger windows (rad, straight->curled): {w}; quality {self.quality:.2f}"
+        text = f"finger windows (rad, straight->curled): {w}; quality {self.quality:.2f}"
+        if self.kept:
+            text = (f"calibrated {', '.join(self.calibrated)}; kept the windows of " +
+                    ", ".join(f"{d} ({why})" for d, why in self.kept.items()) + "; " + text)
+        return text
 
 
 def windows_from_poses(open_pose: CapturedPose, fist_pose: CapturedPose, *, min_range: float = 0.15,
-                       min_joint_range: float = 0.3) -> Calibration:
+                       min_joint_range: float = 0.3, current_fingers: Windows | None = None,
+                       current_joints: Windows | None = None) -> Calibration:
     """Flexion windows from an open-hand and a fist capture (see module docstring).
 
-    Raises CalibrationError naming every finger whose open and fist curls differ by less than
-    ``min_range`` rad.
+    current_fingers (5) / current_joints (15): the windows in force, kept for every digit whose
+    open and fist curls differ by less than ``min_range`` rad (default: the tracker's defaults).
+    Raises CalibrationError naming every digit when none of them has that range.
     """
     if open_pose.pose != "open" or fist_pose.pose != "fist":
         raise ValueError("windows_from_poses(open capture, fist capture)")
-    close = []
-    for name, o, f in zip(FINGER_NAMES, open_pose.curls, fist_pose.curls):
-        if o - f < min_range:
-            close.append(f"{name} (open {o:.2f} rad, fist {f:.2f} rad)")
-    if close:
+    if current_fingers is None or current_joints is None:
+        from hand_tracking.tracker_core import default_finger_windows, default_joint_windows
+        current_fingers = current_fingers or default_finger_windows()
+        current_joints = current_joints or default_joint_windows()
+    if current_fingers.names != FINGER_NAMES or current_joints.names != JOINT_NAMES:
+        raise ValueError("current windows must be for FINGER_NAMES and JOINT_NAMES")
+    span = open_pose.curls - fist_pose.curls
+    ok = span >= min_range
+    kept = {name: f"open {o:.2f} rad, fist {f:.2f} rad: {o - f:.2f} apart < {min_range:.2f}"
+            for name, o, f, good in zip(FINGER_NAMES, open_pose.curls, fist_pose.curls, ok) if not good}
+    if not ok.any():
         raise CalibrationError(
-            "open hand and fist are too close for: " + ", ".join(close) +
-            f"; the fist must curl each finger at least {min_range:.2f} rad more than the open hand")
-    fingers = Windows(FINGER_NAMES, tuple(np.clip(open_pose.curls, 0, math.pi)),
-                      tuple(np.clip(fist_pose.curls, 0, math.pi)))
+            "open hand and fist are too close for: " +
+            ", ".join(f"{n} (open {o:.2f} rad, fist {f:.2f} rad)"
+                      for n, o, f in zip(FINGER_NAMES, open_pose.curls, fist_pose.curls)) +
+            f"; the fist must curl a digit at least {min_range:.2f} rad more than the open hand")
+    f_straight = np.where(ok, np.clip(open_pose.curls, 0, math.pi), current_fingers.straight)
+    f_curled = np.where(ok, np.clip(fist_pose.curls, 0, math.pi), current_fingers.curled)
+    fingers = Windows(FINGER_NAMES, tuple(float(x) for x in f_straight), tuple(float(x) for x in f_curled))
     straight = np.clip(open_pose.angles, min_joint_range, math.pi)
     curled = np.clip(np.minimum(fist_pose.angles, straight - min_joint_range), 0.0, math.pi)
-    joints = Windows(JOINT_NAMES, tuple(straight), tuple(curled))
-    span = float(np.min(open_pose.curls[1:] - fist_pose.curls[1:]))
-    return Calibration(fingers, joints, quality=float(np.clip(span / 1.0, 0.0, 1.0)))
+    joint_ok = np.repeat(ok, 3)  # JOINT_NAMES: three joints a digit, digit by digit
+    joints = Windows(JOINT_NAMES, tuple(float(x) for x in np.where(joint_ok, straight, current_joints.straight)),
+                     tuple(float(x) for x in np.where(joint_ok, curled, current_joints.curled)))
+    fingers_ok = ok[1:]
+    quality = float(np.clip(np.min(span[1:][fingers_ok]) / 1.0, 0.0, 1.0)) if fingers_ok.any() else 0.0
+    calibrated = tuple(n for n, good in zip(FINGER_NAMES, ok) if good)
+    return Calibration(fingers, joints, quality=quality, calibrated=calibrated, kept=kept)

@@ -8,6 +8,17 @@ delivering), :meth:`~CalibrationSession.stop` ends it with its result, and
 it returns the windows (:class:`~hand_tracking.calibration.Calibration`), which
 :func:`as_parameters` turns into the node's window parameters.
 
+What a capture takes (:func:`capture_angles`): every frame the quality gate accepted, and every
+frame it refused only because the skeleton looked implausible for its size or proportions
+(:data:`CAPTURABLE_REFUSALS`: MediaPipe's world head shrinks the palm of a hand seen from the back
+or from close up, and the gate would hold the last pose): the hand is whole and in the picture, so
+its own angles are captured (``gate_held``). Frames refused for what the picture shows (a broken
+skeleton, landmarks out of the frame, a sudden jump: blur) and frames without a hand are not. A
+capture's reply says how many frames of each kind it took.
+
+Digits whose open and fist curls are too close keep their windows and the others are calibrated
+(:func:`hand_tracking.calibration.windows_from_poses`); the reply names both.
+
 Not thread-safe by itself: the node calls start/add/stop/stalled under its lock.
 """
 
@@ -16,9 +27,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from numpy.typing import ArrayLike
 
-from hand_common.contract import FINGER_NAMES
+from hand_common.contract import FINGER_NAMES, HAND_SIDES
 from hand_tracking.calibration import (
     Calibration,
     CalibrationError,
@@ -28,8 +40,42 @@ from hand_tracking.calibration import (
     check_pose,
     windows_from_poses,
 )
-from hand_tracking.tracker_core import default_finger_windows
+from hand_tracking.geometry import Windows, joint_angles
+from hand_tracking.hand_identity import TwoHandCore, TwoHandOutput
+from hand_tracking.tracker_core import TrackerCore, TrackOutput, default_finger_windows
 from hand_tracking.tracker_params import finger_param
+
+#: Gate refusals (``TrackOutput.rejected``) whose frame still shows a clear, whole hand: the gate
+#: judged the skeleton's metric size, its finger proportions or the classifier's confidence
+#: implausible. A calibration captures such frames; a broken skeleton (``degenerate``), landmarks
+#: out of the frame (``outside_image``), a jump against the last frame (``bone_jump``: blur, a
+#: tracking glitch) or any other refusal are not captured.
+CAPTURABLE_REFUSALS = frozenset({"palm_width", "finger_length", "low_score"})
+
+
+def _own_angles(core: TrackerCore, out: TrackOutput, width: int, height: int) -> tuple[np.ndarray | None, bool]:
+    if out.raw_angles is not None:
+        return out.raw_angles, False
+    if out.rejected not in CAPTURABLE_REFUSALS or out.hand is None:
+        return None, False
+    angles = joint_angles(core.points(out.hand, width, height))
+    return (angles, True) if np.isfinite(angles).all() else (None, False)
+
+
+def capture_angles(core: TrackerCore | TwoHandCore, out: TrackOutput | TwoHandOutput, width: int, height: int
+                   ) -> tuple[np.ndarray | None, bool]:
+    """(15 joint angles, rad, or None; gate_held) a calibration capture takes from one processed
+    frame: the gate-accepted frame's raw angles, else the frame's own angles when the gate
+    refused it for one of :data:`CAPTURABLE_REFUSALS` (``gate_held`` True), else None.
+    Two hands: the right hand's frame first, then the left's. width/height: image size, px."""
+    if isinstance(out, TwoHandOutput):
+        assert isinstance(core, TwoHandCore)
+        for side in HAND_SIDES:
+            angles, held = _own_angles(core.cores[side], out.sides[side], width, height)
+            if angles is not None:
+                return angles, held
+        return None, False
+    return _own_angles(core, out, width, height)
 
 #: the calibration state reported in /diagnostics after the windows came from parameters
 FROM_PARAMETERS = "parameters"
@@ -51,7 +97,9 @@ class Outcome:
     """The answer to one ``~/calibrate`` call.
 
     success, message, frames, curls (rad, 5, None when no pose was captured): the reply;
-    calibration: the windows to set (both poses captured), else None; warning: a line to log.
+    frames_gate_held: of ``frames``, those the gate refused as implausible but clear;
+    calibration: the windows to set (both poses captured), else None (its ``calibrated`` and
+    ``kept`` name the digits); warning: a line to log.
     """
 
     success: bool
@@ -60,6 +108,7 @@ class Outcome:
     curls: list[float] | None = None
     calibration: Calibration | None = None
     warning: str | None = None
+    frames_gate_held: int = 0
 
 
 def as_parameters(cal: Calibration) -> list[tuple[str, Any]]:
@@ -102,13 +151,14 @@ class CalibrationSession:
                                       waiter)
         return None
 
-    def add(self, t: float, raw_angles: ArrayLike | None, wall_now: float) -> bool:
-        """Feed one processed frame (t: capture stamp, s; raw_angles: its 15 joint angles or None);
+    def add(self, t: float, raw_angles: ArrayLike | None, wall_now: float, gate_held: bool = False) -> bool:
+        """Feed one processed frame (t: capture stamp, s; raw_angles: its 15 joint angles or None;
+        gate_held: the gate refused it as implausible but clear, :func:`capture_angles`);
         True when the running capture's window is complete."""
         r = self.running
         if r is None:
             return False
-        r.capture.add(t, raw_angles)
+        r.capture.add(t, raw_angles, gate_held)
         r.watch.frame(wall_now)
         return r.capture.done
 
@@ -136,9 +186,10 @@ class CalibrationSession:
 
     # --- judging the captures ---------------------------------------------------------------------
     def finish(self, pose: str, result: CapturedPose | CalibrationError, *, min_range: float,
-               min_joint_range: float) -> Outcome:
+               min_joint_range: float, current: tuple[Windows, Windows] | None = None) -> Outcome:
         """Judge a capture's ``result``: kept when plausible; with both poses kept, the windows
-        (``Outcome.calibration``) or, when open and fist are too close, this capture discarded."""
+        (``Outcome.calibration``: the digits with enough range calibrated, the others keep their
+        ``current`` (finger, joint) windows) or, when no digit has the range, this capture discarded."""
         if isinstance(result, CalibrationError):
             return Outcome(False, str(result), warning=f"calibration: {result}")
         curls = [float(c) for c in result.curls]
@@ -148,18 +199,29 @@ class CalibrationSession:
             return Outcome(False, str(exc), curls=curls, warning=f"calibration: {exc}")
         other = "fist" if pose == "open" else "open"
         self.captured[pose] = result
+        held = result.frames_gate_held
+        frames = result.describe_frames()
         if other not in self.captured:
             self.state = f"{pose} captured"
-            return Outcome(True, f"{pose} captured ({result.frames} frames with a hand); now call with "
-                                 f"pose={other.upper()} to set the windows", result.frames, curls)
+            return Outcome(True, f"{pose} captured ({frames}); now call with "
+                                 f"pose={other.upper()} to set the windows", result.frames, curls,
+                           frames_gate_held=held)
+        fingers, joints = current if current is not None else (None, None)
         try:
             cal = windows_from_poses(self.captured["open"], self.captured["fist"], min_range=min_range,
-                                     min_joint_range=min_joint_range)
+                                     min_joint_range=min_joint_range, current_fingers=fingers,
+                                     current_joints=joints)
         except CalibrationError as exc:
             del self.captured[pose]
             message = f"{exc}; {pose} capture discarded, the {other} capture is kept"
-            return Outcome(False, message, result.frames, curls, warning=f"calibration refused: {message}")
-        return Outcome(True, "windows set: " + cal.describe(), result.frames, curls, calibration=cal)
+            return Outcome(False, message, result.frames, curls, warning=f"calibration refused: {message}",
+                           frames_gate_held=held)
+        warning = None
+        if cal.kept:
+            warning = ("calibration: kept the windows of " + ", ".join(f"{d} ({why})" for d, why in cal.kept.items())
+                       + f"; calibrated {', '.join(cal.calibrated)}")
+        return Outcome(True, f"windows set ({pose} {frames}): " + cal.describe(), result.frames, curls,
+                       calibration=cal, warning=warning, frames_gate_held=held)
 
     def applied(self) -> None:
         """The windows of the last :meth:`finish` were set."""

@@ -71,7 +71,7 @@ from std_msgs.msg import Header
 from hand_common import contract
 from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
 from hand_tracking.calibration import CalibrationError
-from hand_tracking.calibration_session import CalibrationSession, as_parameters
+from hand_tracking.calibration_session import CalibrationSession, as_parameters, capture_angles
 from hand_tracking.hand_identity import TwoHandCore, TwoHandOutput
 from hand_tracking.landmarks import BackendError, HandObservation, LandmarkBackend, create_backend
 from hand_tracking.preview import PreviewFrame, PreviewMailbox, PreviewWorker
@@ -416,7 +416,11 @@ class TrackerNode(SafeLifecycleNode):
             if last is not None and not (0.0 <= t - last <= gap):
                 self._core.reset()  # a gap in the data (or a restart): the held pose is stale
             out = self._core.update(hands, t, width, height)
-            done = self._calibration.add(t, out.raw_angles, t1)
+            if self._calibration.running is not None:
+                angles, gate_held = capture_angles(self._core, out, width, height)
+                done = self._calibration.add(t, angles, t1, gate_held)
+            else:
+                done = False
         if done:
             self._finish_capture()
         t2 = time.monotonic()
@@ -500,9 +504,12 @@ class TrackerNode(SafeLifecycleNode):
             return response
         self.get_logger().info(f"calibration: capturing {pose} for {duration:.2f} s")
         await future
+        with self._lock:
+            current = (self._core.config.finger_windows, self._core.config.joint_windows)
         outcome = self._calibration.finish(pose, future.result(),
                                            min_range=float(self._param("calibration_min_range")),
-                                           min_joint_range=float(self._param("calibration_min_joint_range")))
+                                           min_joint_range=float(self._param("calibration_min_joint_range")),
+                                           current=current)
         response.message = outcome.message
         if outcome.curls is not None:
             response.captured_curl_rad = outcome.curls

@@ -136,8 +136,8 @@ PARAMS: tuple[ParamSpec, ...] = (
               "A capture fails only when no frame arrives for max(2 s, 2 x frame_timeout, 10 x the "
               "source's own frame interval) of wall time; a source that ends first answers with the "
               "frames captured.", range=(0.1, 30.0), live=True),
-    ParamSpec("calibration_min_range", 0.15, "Calibration is refused for a finger whose fist curl is "
-              "not this much below its open curl, rad.", range=(MIN_WINDOW_RAD, 2.0), live=True),
+    ParamSpec("calibration_min_range", 0.15, "A digit whose fist curl is not this much below its open "
+              "curl keeps its windows (the others are calibrated; refused only when no digit has it), rad.", range=(MIN_WINDOW_RAD, 2.0), live=True),
     ParamSpec("calibration_min_joint_range", 0.3, "Narrowest per-joint window a calibration sets, rad.",
               range=(MIN_WINDOW_RAD, 2.0), live=True),
     ParamSpec("publish_landmarks", True, "Publish /hand/landmarks (never in topic: replay).", live=True),

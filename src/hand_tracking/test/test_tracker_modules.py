@@ -33,7 +33,7 @@ def test_calibration_session_open_then_fist_gives_the_windows():
     assert first.success and first.calibration is None and first.frames == 20
     assert "now call with pose=FIST" in first.message and s.state == "open captured"
     second = s.finish("fist", capture(s, "fist", FIST, 20.0), min_range=0.15, min_joint_range=0.3)
-    assert second.success and second.calibration is not None and second.message.startswith("windows set: ")
+    assert second.success and second.calibration is not None and second.message.startswith("windows set (fist 20 frames with a hand (20 accepted by the gate, 0 it refused as implausible but clear) of 20): ")
     params = dict(as_parameters(second.calibration))
     assert len(params) == 2 * len(FINGER_NAMES) + 2
     assert len(params["joint_straight_angles"]) == len(JOINT_NAMES)
