@@ -14,7 +14,8 @@ forever. ``wait_for_service`` cannot see this (it only tells the client saw the 
 - clients are created once per (node, service) and reused: only the very first exchange of a
   client can race discovery;
 - every call is made in attempts (``attempt_timeout`` s each, doubling, within ``timeout``);
-  an unanswered attempt is abandoned and a *fresh* request (new sequence number) is sent;
+  after an unanswered attempt a *fresh* request (new sequence number) is sent, and the answer to
+  any attempt ends the call (a slow callback's late answer counts: it is not re-sent);
 - queries (get_state, get_available_transitions) are simply re-sent; a ``change_state`` is never
   re-sent blindly: after an unanswered attempt the node's state is read first (waiting while it
   is in a transition state such as ``configuring``); if the transition already happened it is
@@ -37,6 +38,9 @@ TARGET_STATE = {"configure": "inactive", "activate": "active", "deactivate": "in
 PRIMARY_STATES = ("unconfigured", "inactive", "active", "finalized")
 #: First attempt's wait for an answer, s (then doubled per attempt, within the call's timeout).
 ATTEMPT_TIMEOUT = 2.0
+#: After ``before_retry`` found nothing done: s still waited for an earlier attempt's answer
+#: before a request is sent again.
+RESEND_GRACE = 0.5
 
 
 class LifecycleError(RuntimeError):
@@ -49,44 +53,68 @@ class NoAnswer(LifecycleError, TimeoutError):
 
 def call_with_retry(client: Any, make_request: Callable[[], Any], timeout: float, what: str,
                     attempt_timeout: float = ATTEMPT_TIMEOUT,
-                    before_retry: Callable[[], Any] | None = None) -> Any:
+                    before_retry: Callable[[], Any] | None = None, grace: float = RESEND_GRACE) -> Any:
     """Call ``client`` (an rclpy Client whose node is spun by another thread) in attempts.
 
     make_request: builds a fresh request per attempt. Each attempt waits ``attempt_timeout`` s
-    (doubled per attempt, the last one cut to the remaining time) for the answer; an unanswered
-    attempt's future is abandoned (``remove_pending_request``). ``before_retry()``, if given, runs
-    before every re-send; a non-None value it returns ends the call with that value (used by
-    change_state to detect a transition that happened although its answer was lost).
-    Returns the response; raises :class:`NoAnswer` naming ``what`` after ``timeout`` s.
+    (doubled per attempt, the last one cut to the remaining time) for the answer. An unanswered
+    attempt stays pending: its answer, if it comes later (a slow callback, not a lost response),
+    is the call's result, whichever attempt it answers. ``before_retry()``, if given, runs before
+    every re-send; a non-None value it returns ends the call with that value (used by change_state
+    to detect a transition that happened although its answer was lost); when it returns None the
+    call still waits up to ``grace`` s for an earlier attempt's answer before re-sending (a
+    change_state whose callback blocked and failed is answered just after the node's state can be
+    read again: re-sending it would run the callback a second time: a 3 s ``connect_timeout_s``
+    took 6 s per configure). Every unanswered request is abandoned (``remove_pending_request``)
+    when the call ends. Returns the response; raises :class:`NoAnswer` naming ``what`` after
+    ``timeout`` s.
     """
     end = time.monotonic() + timeout
     if not client.wait_for_service(timeout_sec=max(0.0, timeout)):
         raise NoAnswer(f"{what} not available after {timeout:.0f} s")
     wait = max(0.05, attempt_timeout)
     attempts = 0
-    while True:
-        attempts += 1
-        future = client.call_async(make_request())
-        attempt_end = min(end, time.monotonic() + wait)
-        while not future.done() and time.monotonic() < attempt_end:
-            time.sleep(0.005)
-        if future.done():
-            return future.result()
-        client.remove_pending_request(future)
-        if time.monotonic() >= end:
-            raise NoAnswer(f"{what}: no answer after {timeout:.0f} s ({attempts} attempts)")
-        wait *= 2.0
-        if before_retry is not None:
-            done = before_retry()
+    pending: list[Any] = []
+
+    def answered(until: float) -> Any:
+        while time.monotonic() < until:
+            done = next((f for f in pending if f.done()), None)
             if done is not None:
                 return done
+            time.sleep(0.005)
+        return next((f for f in pending if f.done()), None)
+
+    try:
+        while True:
+            attempts += 1
+            pending.append(client.call_async(make_request()))
+            done = answered(min(end, time.monotonic() + wait))
+            if done is not None:
+                return done.result()
+            if time.monotonic() >= end:
+                raise NoAnswer(f"{what}: no answer after {timeout:.0f} s ({attempts} attempts)")
+            wait *= 2.0
+            if before_retry is not None:
+                result = before_retry()
+                if result is not None:
+                    return result
+                done = answered(min(end, time.monotonic() + grace))
+                if done is not None:
+                    return done.result()
+                if time.monotonic() >= end:
+                    raise NoAnswer(f"{what}: no answer after {timeout:.0f} s ({attempts} attempts)")
+    finally:
+        for future in pending:
+            if not future.done():
+                client.remove_pending_request(future)
 
 
 class LifecycleClient:
     """Lifecycle service client for several managed nodes, owned by ``node`` (spun elsewhere).
 
     timeout: budget of one call, s (every attempt included); attempt_timeout: the first attempt's
-    wait for an answer, s (see module docstring). ``retries`` counts re-sent requests.
+    wait for an answer, s (see module docstring). ``retries`` counts attempts left unanswered in time (a request is re-sent after one unless its
+    late answer or the state check settles the call).
     """
 
     def __init__(self, node: Node, timeout: float = 20.0, attempt_timeout: float = ATTEMPT_TIMEOUT):

@@ -10,6 +10,7 @@ it acts. The probe must recover with fresh requests, check the state before re-s
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 import rclpy
@@ -36,6 +37,8 @@ class LossyNode(SafeLifecycleNode):
         self.requests: dict[str, int] = {}
         self.drop: dict[str, int] = {}       # service suffix -> responses still to drop
         self.ignore: dict[str, int] = {}     # service suffix -> requests still to ignore (no action)
+        self.configure_block_s = 0.0         # on_configure blocks this long (a driver's connect timeout) ...
+        self.configure_result = TransitionCallbackReturn.SUCCESS  # ... and then returns this
         self.add_on_set_parameters_callback(self._on_set)
         for srv in [self._service_change_state, self._service_get_state,
                     self._service_get_available_transitions, *self.services]:
@@ -70,7 +73,8 @@ class LossyNode(SafeLifecycleNode):
 
     def on_configure(self, state) -> TransitionCallbackReturn:
         self.calls["configure"] += 1
-        return TransitionCallbackReturn.SUCCESS
+        time.sleep(self.configure_block_s)  # blocks the node's only executor thread, like a serial connect
+        return self.configure_result
 
     def on_activate(self, state) -> TransitionCallbackReturn:
         self.calls["activate"] += 1
@@ -126,6 +130,20 @@ def test_change_state_whose_request_is_lost_is_sent_again(lossy):
     assert probe.change_state(NODE, "configure", timeout=20) is True
     assert node.calls["configure"] == 1 and node.requests["change_state"] == 2
     assert probe.get_state(NODE) == "inactive"
+
+
+@pytest.mark.parametrize("result", [TransitionCallbackReturn.FAILURE, TransitionCallbackReturn.SUCCESS])
+def test_a_slow_configure_is_sent_once(lossy, result):
+    """A configure that blocks longer than the client's attempts (a servo driver's 3 s
+    connect_timeout_s, here 3 attempts' worth) and then fails is answered late, not re-sent: it ran
+    twice before (6 s per configure, issue 27). Its late answer is the result, success or not."""
+    node, probe = lossy
+    node.configure_block_s, node.configure_result = 3 * ATTEMPT, result
+    client = LifecycleClient(probe.node, timeout=20.0, attempt_timeout=ATTEMPT)
+    done = client.transition(NODE, "configure")
+    assert done is (result == TransitionCallbackReturn.SUCCESS)
+    assert node.calls["configure"] == 1 and node.requests["change_state"] == 1
+    assert client.settled_state(NODE) == ("inactive" if done else "unconfigured")
 
 
 def test_parameter_calls_survive_lost_responses(lossy):
