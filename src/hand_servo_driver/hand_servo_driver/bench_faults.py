@@ -138,8 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"board_boots {v0['board_boots']} -> {v['board_boots']}, reconnects {v0['reconnects']} -> {v['reconnects']}")
 
         # 5. write stalls while following a moving hand
-        assert rig.probe.set_parameters(contract.SERVO_DRIVER_NODE, command_timeout_s=1.0,
-                                        **{f"{f}.max_speed_dps": 180.0 for f in contract.FINGER_NAMES})[0].successful
+        rig.set_safety(command_timeout_s=1.0, **{f"{f}.max_speed_dps": 180.0 for f in contract.FINGER_NAMES})
         _, _, v0 = rig.wait_diag(lambda lvl, m, v: True, 5.0)
         n0 = len(rig.stalls())
         t0 = time.monotonic()

@@ -118,3 +118,37 @@ def round_us(values: Sequence[float]) -> tuple[int, ...]:
     """Pulse widths to whole microseconds (half away from zero, deterministic)."""
     return tuple(int(math.floor(v + 0.5)) for v in values)
 
+
+
+#: Timing settings that may only be lowered while the output is enabled (a shorter value is safer).
+LOWER_IS_SAFER = ("command_timeout_s", "max_step_s", "heartbeat_period_s")
+
+
+def safety_problems(old: DriverConfig, new: DriverConfig) -> list[str]:
+    """Why ``new`` may not replace ``old`` while the servos are driven (active, or ramping to the
+    safe pose): every change must be toward safety. Refused: another ``safe_mode``; a servo's safe
+    pulse (at ``safe_flexion``) moved away from its open end (its pulse at flexion 0 under the
+    *old* calibration: so neither ``safe_flexion`` nor a calibration change — ``min_pulse_us``,
+    ``inverted``, the map — can move the safe pose toward a fist); a servo's rate limit in µs/s
+    raised (``max_speed_dps``, ``us_per_degree``); a :data:`LOWER_IS_SAFER` timing raised.
+    Returns one reason per problem, each naming the parameter(s) (empty: acceptable). Servo sets
+    must match (they change only at configure)."""
+    problems: list[str] = []
+    if new.safe_mode != old.safe_mode:
+        problems.append(f"safe_mode {old.safe_mode!r} -> {new.safe_mode!r}")
+    old_safe, new_safe = old.safe_pulses(), new.safe_pulses()
+    old_rates, new_rates = old.rates_us(), new.rates_us()
+    for i, (so, sn) in enumerate(zip(old.servos, new.servos)):
+        name = so.calibration.name
+        open_us = so.calibration.pulse_us(0.0)
+        if abs(new_safe[i] - open_us) > abs(old_safe[i] - open_us) + 0.5:
+            problems.append(f"{name}: the safe pulse would move from {old_safe[i]:.0f} to {new_safe[i]:.0f} µs, away "
+                            f"from the open end ({open_us:.0f} µs) (safe_flexion or {name}'s calibration)")
+        if new_rates[i] > old_rates[i] + 1e-9:
+            problems.append(f"{name}: the rate limit would rise from {old_rates[i]:.0f} to {new_rates[i]:.0f} µs/s "
+                            f"({name}.max_speed_dps {so.max_speed_dps:g} -> {sn.max_speed_dps:g}, us_per_degree)")
+    for name in LOWER_IS_SAFER:
+        a, b = getattr(old, name), getattr(new, name)
+        if b > a:
+            problems.append(f"{name} {a:g} -> {b:g} (only lower is safer)")
+    return problems

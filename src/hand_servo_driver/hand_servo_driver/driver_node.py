@@ -37,8 +37,10 @@ from sensor_msgs.msg import JointState
 
 from hand_common import contract
 from hand_common.node_tools import SafeLifecycleNode, run
+from hand_common.service_callers import ServiceCallers
 from hand_servo_driver import protocol as p
 from hand_servo_driver.core import DriverConfigError, DriverCore
+from hand_servo_driver.driver_config import safety_problems
 from hand_servo_driver.link import LinkError, SerialLink
 from hand_servo_driver.parameters import PARAMS, build_config, cross_parameter_problems
 
@@ -64,6 +66,8 @@ class ServoDriverNode(SafeLifecycleNode):
     def __init__(self, **kwargs: Any):
         super().__init__(contract.SERVO_DRIVER_NODE, **kwargs)
         self.declare_params(PARAMS)
+        #: every parameter set and lifecycle transition requested of this node, logged with the caller
+        self.callers = ServiceCallers(self)
         self._core: DriverCore | None = None
         self._link: SerialLink | None = None
         self._parser = p.Parser()
@@ -90,12 +94,30 @@ class ServoDriverNode(SafeLifecycleNode):
     def check_parameters(self, changes, values) -> str | None:
         """On-set: the whole config must still build (cross-parameter rules, against the board's own
         channel count and watchdog once it answered). The base refuses a configure-time parameter
-        while configured."""
+        while configured. While the servos are driven (active, or ramping to the safe pose) a
+        change must be toward safety (:func:`driver_config.safety_problems`): e.g. a foreign
+        ``safe_flexion`` raise, ``command_timeout_s`` raise or ``max_speed_dps`` raise is refused;
+        deactivate, set, activate."""
         try:
-            build_config(values, *self._board_facts())
+            new, _ = build_config(values, *self._board_facts())
         except (DriverConfigError, ValueError, TypeError) as exc:
             return str(exc)
+        if self._driving():
+            try:
+                old, _ = build_config(self._values(), *self._board_facts())
+            except (DriverConfigError, ValueError, TypeError):
+                old = self._core.config
+            problems = safety_problems(old, new)
+            if problems:
+                return (f"while {self.lifecycle_state} only changes toward safety are accepted (deactivate, set, "
+                        "activate): " + "; ".join(problems))
         return None
+
+    def _driving(self) -> bool:
+        """The servos are driven: active (or in a transition from/to it) or ramping to the safe pose."""
+        core = self._core
+        return core is not None and (core.active or core.going_safe or self.lifecycle_state in
+                                     ("active", "activating", "deactivating"))
 
     def apply_parameters(self, changes) -> None:
         """Post-set: a configured driver takes the new config at its next control tick."""

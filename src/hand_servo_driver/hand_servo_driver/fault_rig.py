@@ -170,6 +170,21 @@ class FaultRig:
             raise RuntimeError(f"servo_driver did not activate:\n{self.node.tail(30)}")
         self.probe.wait_for_subscribers(self.pub)
 
+    def set_safety(self, **values: Any) -> None:
+        """Set safety parameters the driver refuses to loosen while active (e.g. a longer
+        ``command_timeout_s``, a faster ``max_speed_dps``): deactivate (the servos ramp to the safe
+        pose), set, activate again."""
+        from hand_common.testing import wait_until
+
+        if not self.probe.change_state(NODE, "deactivate"):
+            raise RuntimeError(f"servo_driver did not deactivate:\n{self.node.tail(30)}")
+        wait_until(lambda: self.diag()[2].get("going_safe") == "False", 5.0, "the ramp to the safe pose")
+        results = self.probe.set_parameters(NODE, **values)
+        if not all(r.successful for r in results):
+            raise RuntimeError(f"refused while inactive: {[r.reason for r in results]}")
+        if not self.probe.change_state(NODE, "activate"):
+            raise RuntimeError(f"servo_driver did not activate:\n{self.node.tail(30)}")
+
     @staticmethod
     def _try(fn: Callable[[], bool]) -> bool:
         try:

@@ -239,6 +239,37 @@ def test_invalid_flexions_are_ignored_with_a_log(rig):
     assert rig.probe.set_parameters(NODE, **{"index.deadband_deg": 2.5})[0].successful
 
 
+def test_while_active_only_changes_toward_safety_are_accepted_and_each_is_logged_with_its_caller(rig):
+    """The fault campaign's foreign sets (this test process is another process than the driver):
+    safe_flexion 1.0 (the table's range), 0.2, command_timeout_s 60, max_speed_dps 5000, an
+    inverted servo — all refused while active; a shorter heartbeat is accepted. The driver's log
+    names the probe node for each, by the client GID of the request (service introspection)."""
+    assert rig.probe.get_state(NODE) == "active"
+    res = rig.probe.set_parameters(NODE, safe_flexion=1.0)[0]
+    assert not res.successful and "safe_flexion" in res.reason
+    res = rig.probe.set_parameters(NODE, safe_flexion=0.2)[0]
+    assert not res.successful and res.reason.startswith("while active only changes toward safety are accepted")
+    assert "thumb: the safe pulse would move from 1000 to 1200 µs, away from the open end (1000 µs)" in res.reason
+    res = rig.probe.set_parameters(NODE, command_timeout_s=60.0)[0]
+    assert not res.successful and f"command_timeout_s {COMMAND_TIMEOUT:g} -> 60 (only lower is safer)" in res.reason
+    res = rig.probe.set_parameters(NODE, **{"ring.max_speed_dps": 5000.0})[0]
+    assert not res.successful and "ring: the rate limit would rise from 2000 to 5555" in res.reason
+    res = rig.probe.set_parameters(NODE, **{"index.inverted": True})[0]
+    assert not res.successful and "index: the safe pulse would move from 1000 to 2000 µs" in res.reason
+    assert rig.probe.set_parameters(NODE, heartbeat_period_s=0.09)[0].successful
+    got = rig.probe.get_parameters(NODE, ["safe_flexion", "command_timeout_s", "ring.max_speed_dps", "index.inverted"])
+    assert got == {"safe_flexion": 0.0, "command_timeout_s": COMMAND_TIMEOUT, "ring.max_speed_dps": RATE_DPS,
+                   "index.inverted": False}
+    by = " — by /servo_driver_test_probe (client gid "
+    for line in ("parameter safe_flexion: 0.0 -> 1.0 refused", "parameter safe_flexion: 0.0 -> 0.2 refused: while "
+                 "active", "parameter command_timeout_s: 0.5 -> 60.0 refused", "parameter ring.max_speed_dps: 180.0 "
+                 "-> 5000.0 refused", "parameter index.inverted: False -> True refused",
+                 "parameter heartbeat_period_s: 0.1 -> 0.09 set"):
+        wait_until(lambda line=line: any(f"]: {line}" in ln and by in ln for ln in rig.node.output().splitlines()),
+                   5.0, f"the log line '{line}...{by}'")
+    assert rig.probe.set_parameters(NODE, heartbeat_period_s=0.1)[0].successful is False  # longer: not while active
+
+
 def test_stale_command_ramps_to_the_safe_pose_from_the_timeout(rig):
     t_last = rig.stream([0.6] * 5, 0.8)
     wait_until(lambda: rig.outputs() == SAFE_US, 3.0, "safe pose after the commands stop")
@@ -347,6 +378,8 @@ def test_deactivate_sends_the_safe_pose_and_shutdown_from_active_too(rig):
     t_deact = time.monotonic()
     assert rig.probe.change_state(NODE, "deactivate")
     rig.wait_outputs(SAFE_US, 2.0)
+    wait_until(lambda: "lifecycle transition 'deactivate' requested from state 'active': done — by one of the clients "
+               "on the graph: /servo_driver_test_probe" in rig.node.output(), 5.0, "the deactivate logged with its caller")
     steps = np.abs(np.diff([r["outputs"][4] for r in rig.frames(t_deact - 0.2, "set_pulses")]))
     assert steps.max() <= RATE_US * 0.1 + 1  # the safe pose by ramp
     t0 = time.monotonic()

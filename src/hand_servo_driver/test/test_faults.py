@@ -83,9 +83,7 @@ def test_write_stalls_of_60_ms_cause_no_reconnect_and_no_jump(rig):
     """20 writes that each take 60 ms (all bytes sent, then stuck in the call: what made pyserial
     raise "Write timeout") while the driver follows a moving hand: no link error, no reconnect,
     no boot, and no output step beyond the rate limit on the board."""
-    assert rig.probe.set_parameters(NODE, command_timeout_s=1.0,
-                                    **{f"{f}.max_speed_dps": STALL_SPEED_DPS for f in contract.FINGER_NAMES}
-                                    )[0].successful
+    rig.set_safety(command_timeout_s=1.0, **{f"{f}.max_speed_dps": STALL_SPEED_DPS for f in contract.FINGER_NAMES})
     _, _, v0 = rig.wait_diag(lambda lvl, m, v: True)
     plugs0 = len(rig.board.records("plug"))
     n0 = len(rig.stalls())
@@ -111,8 +109,7 @@ def test_write_stalls_of_60_ms_cause_no_reconnect_and_no_jump(rig):
     assert len(frames) > 100 and pulse_jumps(frames, limit) == []
     # the stalls fell into the stream: frames were applied during each stall's window or right after
     assert sum(any(s["start"] <= f["mono"] <= s["end"] + 0.1 for f in frames) for s in stalls) >= 15
-    assert rig.probe.set_parameters(NODE, command_timeout_s=0.15,
-                                    **{f"{f}.max_speed_dps": 5000.0 for f in contract.FINGER_NAMES})[0].successful
+    rig.set_safety(command_timeout_s=0.15, **{f"{f}.max_speed_dps": 5000.0 for f in contract.FINGER_NAMES})
 
 
 def test_unplug_and_plug_counts_the_boot_and_ramps_from_where_the_horns_were(rig):
