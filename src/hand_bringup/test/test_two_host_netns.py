@@ -1,0 +1,172 @@
+"""Two hosts over a bad link, on this machine: the operator runner (MediaPipe tracker on the shared
+video, paced like a camera) in one network namespace, the robot runner (servo driver + simulated
+board) in another, DDS only over an emulated link between them (hand_bringup.netlink: TAP devices and
+a forwarding process; this kernel has no netem). A short subset of the acceptance of issue 27 (the
+whole list, repeated, is ``bench_link``): one 2 s outage and one phase of 20 % loss, the whole run
+with the operator's clock 2 s ahead (the link moves every command's capture stamp). Judged on the
+order of events and on pulses, never on timing (the figures are bench_link's). About 90 s.
+Skipped with the reason when not root or without network namespaces / TAP devices.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from hand_bringup import two_host_rig as rig
+from hand_bringup.netlink import LinkFaults, joint_state_in_frame, shift_joint_state_stamp
+
+VIDEO = "/work/shared/media/human_hand_video.mp4"
+_WHY = rig.problem()
+
+COMMAND_TIMEOUT_S = 0.15  # servo_driver.yaml
+RATE_US_PER_S = 300.0 * rig.US_PER_DEG  # max_speed_dps 300
+BOUND = rig.step_bound_us(300.0, 0.02)
+
+
+def _video() -> str:
+    root = os.environ.get("HAND_TELEOP_ROOT", "")
+    for p in (os.path.join(root, "..", "shared", "media", "human_hand_video.mp4"), VIDEO):
+        if os.path.exists(p):
+            return os.path.abspath(p)
+    pytest.skip("the shared hand video is missing")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_WHY is not None, reason=f"two-namespace link: {_WHY}")
+def test_two_hosts_over_a_bad_link(tmp_path):
+    # the operator's clock is 2 s ahead of the robot's for the whole run (the link moves every command's
+    # capture stamp by +2 s): nothing below may change for it
+    r = rig.TwoHostRig(tmp_path, _video(), stamp_offset_s=2.0)
+    try:
+        r.start()
+        t_down, t_up = r.outage(2.0, settle_s=2.0)
+        l0, l1 = r.phase(LinkFaults(loss=0.2), 4.0, settle_s=1.0)
+        code = r.wait_operator(120)
+    finally:
+        codes = r.stop()
+    assert codes.get("operator") == 0 and code == 0, (tmp_path / "operator.out").read_text()[-3000:]
+    assert codes.get("robot") == 0, (tmp_path / "robot.out").read_text()[-3000:]
+    assert not [ns for ns in r.net.ns.values() if os.path.exists(f"/run/netns/{ns}")]  # namespaces removed
+
+    crossed, frames, records, stale = r.crossings(), r.board_frames(), r.board_records(), r.stale_decisions()
+    assert len(crossed) > 20 and len(frames) > 20, (len(crossed), len(frames))
+    # the outage: after the last command that crossed, the driver declares the command stale and the
+    # horns reach the safe (open) pulses, both before the link returns; commands cross again after it
+    # and servo frames follow them; no per-frame change beyond the limiter's bound (timing: bench_link)
+    o = rig.outage_figures(2.0, t_down, t_up, crossed, frames, records, stale, rig.safe_pulses(), RATE_US_PER_S,
+                           BOUND)
+    assert not [t for _, t in crossed if t_down + 0.05 < t < t_up], "a command crossed a link that was down"
+    assert o.stale_ms is not None and o.safe_ms is not None, o
+    assert o.resume_cmd_ms is not None and o.resume_frame_ms is not None, o
+    assert o.jumps == 0 and o.largest_step_us <= BOUND, o
+    assert o.frames_in_window > 3, o
+    # 20 % loss: commands still cross, no jump, the frame cap holds (<= 2 in any 10 ms, <= rate_hz a second)
+    diags = r.driver_diagnostics()
+    assert diags, "no servo driver diagnostics in the robot's bag"
+    loss = rig.phase_figures("loss 20%", l0, l1, crossed, frames, stale, COMMAND_TIMEOUT_S, BOUND,
+                             r.wall_minus_mono, diags)
+    assert loss.crossed > 5 and loss.jumps == 0, loss
+    assert loss.max_frames_per_10ms <= 2 and loss.max_frames_per_s <= 100, loss
+    # the clock offset: commands were followed (a driver that compared the two clocks would refuse every
+    # one of them as late: 2 s > command_timeout_s). How many are refused as late depends on the load
+    # (the tracker's own latency varies by 150+ ms on a loaded machine): bench_link gives the figures.
+    last = diags[-1][2]
+    assert int(last["commands"]) >= max(10, len(crossed) // 5), last
+    assert int(last["clock_rebases"]) == 0, last
+    assert rig.pulse_changes(frames) and max(rig.pulse_changes(frames)) <= BOUND
+
+
+def _frame(payload: bytes) -> bytes:
+    import struct
+
+    rtps = b"RTPS" + bytes([2, 3, 1, 15]) + bytes(12)
+    body = struct.pack("<HH", 0, 16) + bytes(4) + bytes([0, 0, 1, 0x03]) + struct.pack("<iI", 0, 1) + payload
+    sub = bytes([0x15, 0x05]) + struct.pack("<H", len(body)) + body
+    udp_len = 8 + len(rtps) + len(sub)
+    ip = bytes([0x45, 0]) + struct.pack("!H", 20 + udp_len) + bytes(4) + bytes([64, 17]) + bytes(2) + bytes(8)
+    udp = struct.pack("!HHHH", 7400, 7411, udp_len, 0xBEEF)
+    return bytes(12) + b"\x08\x00" + ip + udp + rtps + sub
+
+
+def _joint_state(sec: int, nsec: int, names) -> bytes:
+    import struct
+
+    out = bytearray(b"\x00\x01\x00\x00")
+
+    def align():
+        while (len(out) - 4) % 4:
+            out.append(0)
+
+    out += struct.pack("<iI", sec, nsec)
+    out += struct.pack("<I", 1) + b"\0"  # frame_id ""
+    align()
+    out += struct.pack("<I", len(names))
+    for n in names:
+        align()
+        out += struct.pack("<I", len(n) + 1) + n.encode() + b"\0"
+    return bytes(out)
+
+
+def test_joint_state_found_and_its_stamp_shifted_in_an_rtps_frame():
+    from hand_common import contract
+
+    frame = _frame(_joint_state(1000, 250_000_000, contract.FINGER_NAMES))
+    stamp, at, end = joint_state_in_frame(frame)
+    assert stamp == pytest.approx(1000.25) and end == "<"
+    shifted = shift_joint_state_stamp(frame, 2.0)
+    assert joint_state_in_frame(shifted)[0] == pytest.approx(1002.25)
+    assert shifted[14 + 20 + 6:14 + 20 + 8] == b"\0\0"  # UDP checksum "none"
+    back = shift_joint_state_stamp(frame, -2.5)
+    assert joint_state_in_frame(back)[0] == pytest.approx(997.75)
+    # other joint names, a builtin writer, a truncated frame: not a command
+    assert joint_state_in_frame(_frame(_joint_state(1, 0, ["a", "b", "c", "d", "e"]))) is None
+    builtin = bytearray(frame)
+    builtin[frame.index(bytes([0, 0, 1, 0x03])) + 3] = 0xC2
+    assert joint_state_in_frame(bytes(builtin)) is None
+    assert joint_state_in_frame(frame[:70]) is None
+    assert shift_joint_state_stamp(frame[:70], 2.0) == frame[:70]
+
+
+def test_link_policy_is_seeded_and_does_what_it_is_told():
+    from hand_bringup.netlink import LinkPolicy
+
+    def fates(seed, faults, n=2000):
+        p = LinkPolicy(seed, faults)
+        return [p.decide(10.0) for _ in range(n)]
+
+    lossy = fates(1, LinkFaults(loss=0.2))
+    assert fates(1, LinkFaults(loss=0.2)) == lossy
+    assert 0.17 < sum(f is None for f in lossy) / len(lossy) < 0.23
+    delayed = [f - 10.0 for f in fates(2, LinkFaults(delay_s=0.1, jitter_s=0.05))]
+    assert min(delayed) >= 0.05 and max(delayed) <= 0.15 and 0.095 < sum(delayed) / len(delayed) < 0.105
+    held = [f - 10.0 for f in fates(3, LinkFaults(reorder=0.25, reorder_gap_s=0.05))]
+    assert 0.2 < sum(h == pytest.approx(0.05) for h in held) / len(held) < 0.3
+    assert all(f is None for f in fates(4, LinkFaults(down=True), 50))
+    for bad in ({"loss": 1.5}, {"delay_s": -1.0}, {"delay_s": 0.01, "jitter_s": 0.05}):
+        with pytest.raises(ValueError):
+            LinkFaults(**bad)
+    with pytest.raises(ValueError, match="unknown"):
+        LinkFaults.from_dict({"los": 0.2})
+
+
+def test_outage_figures_from_synthetic_records():
+    # commands cross every 33 ms until 10.0, the link is down 10.0-12.0; the driver goes stale at 10.16,
+    # the board ramps 1300 -> 1000 us in 67 us steps, commands cross again from 12.05, a frame at 12.06
+    crossed = [(1000.0 + i / 30, 9.0 + i / 30) for i in range(31)] + [(1003.1, 12.05), (1003.13, 12.08)]
+    frames, t, pos = [], 9.9, 1300
+    frames.append({"mono": t, "t": t, "outputs": [pos] * 5})
+    t = 10.17
+    while pos > 1000:
+        pos = max(1000, pos - 67)
+        frames.append({"mono": t, "t": t, "outputs": [pos] * 5})
+        t += 0.02
+    frames.append({"mono": 12.06, "t": 12.06, "outputs": [1050] * 5})
+    o = rig.outage_figures(2.0, 10.0, 12.0, crossed, frames, frames, [10.16], rig.safe_pulses(), RATE_US_PER_S, BOUND)
+    assert o.stale_ms == pytest.approx(160.0) and o.ramp_ms == pytest.approx(90.0)
+    assert o.safe_ms == pytest.approx(250.0, abs=1) and o.resume_cmd_ms == pytest.approx(50.0)
+    assert o.resume_frame_ms == pytest.approx(60.0) and o.jumps == 0 and o.largest_step_us == 67
+    frames.append({"mono": 12.1, "t": 12.1, "outputs": [1250] * 5})  # a 200 us jump
+    o = rig.outage_figures(2.0, 10.0, 12.0, crossed, frames, frames, [10.16], rig.safe_pulses(), RATE_US_PER_S, BOUND)
+    assert o.jumps == 1 and o.largest_step_us == 200
