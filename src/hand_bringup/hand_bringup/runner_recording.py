@@ -86,14 +86,16 @@ class Recorder:
 
     def record_published_topics(self, node_names: Iterable[str]) -> set[str]:
         """Record every topic the nodes ``node_names`` publish (as the ROS graph shows them now),
-        except infrastructure, lifecycle transition events and images. Returns the recorded topics."""
+        except infrastructure, lifecycle transition events, service introspection events and images. Returns the recorded topics."""
         for name in node_names:
             try:
                 pubs = self._node.get_publisher_names_and_types_by_node(name, "/")
             except Exception:  # noqa: BLE001 - the node is not discovered yet
                 continue
             for topic, types in pubs:
-                if (topic in NOT_RECORDED_TOPICS or topic.endswith("/transition_event") or not types
+                # service introspection events (<service>/_service_event: the servo driver's parameter
+                # services say who called them) are infrastructure, and rosbags has no *_Event types
+                if (topic in NOT_RECORDED_TOPICS or topic.endswith(("/transition_event", "/_service_event")) or not types
                         or types[0] in NOT_RECORDED_TYPES):
                     continue
                 self.record(topic, types[0])

@@ -188,11 +188,12 @@ class TwoHostRig:
     def stop(self) -> dict[str, int | None]:
         """Operator first (its source ends or SIGINT), then the robot side (safe pose), then the
         namespaces and the link; returns the runners' exit codes."""
+        operator_ended = self.operator is not None and self.operator.poll() is not None
         for name in ("operator", "robot"):
             proc = getattr(self, name)
             if proc is None:
                 continue
-            if name == "robot" and self.operator is not None and self.operator.poll() is not None:
+            if name == "robot" and operator_ended:
                 # the robot runner also ends by itself once the tracker reported its source finished:
                 # let it (a second SIGINT during its shutdown would interrupt the safe-pose transition)
                 try:
