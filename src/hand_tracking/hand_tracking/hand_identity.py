@@ -60,6 +60,8 @@ class IdentityConfig:
     size_weight: weight of the palm-size terms of the cost. evidence_half_life: s of media time.
     max_label_logit: cap of one frame's label evidence (logit 4 = score 0.982). swap_margin:
     evidence against the current sides needed to change them. duplicate_distance: palm lengths.
+    world_size_weight: weight of the world-landmark palm-size term (None: ``size_weight``; 0 leaves
+    MediaPipe's world scale out, which shrinks the palm 3-10x on close-ups and backs of hands).
     """
 
     max_hands: int = 2
@@ -70,6 +72,7 @@ class IdentityConfig:
     max_label_logit: float = 4.0
     swap_margin: float = 8.0
     duplicate_distance: float = 0.35
+    world_size_weight: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_hands not in (1, 2):
@@ -80,8 +83,10 @@ class IdentityConfig:
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
                 raise ValueError(f"{name} must be a positive number, got {v}")
-        for name in ("size_weight", "duplicate_distance"):
+        for name in ("size_weight", "duplicate_distance", "world_size_weight"):
             v = getattr(self, name)
+            if v is None and name == "world_size_weight":
+                continue
             if not (math.isfinite(v) and v >= 0):
                 raise ValueError(f"{name} must be >= 0, got {v}")
 
@@ -170,8 +175,9 @@ class HandIdentity:
         cfg = self.config
         c = float(np.linalg.norm(wrist - t.wrist)) / t.palm_px / (1.0 + t.missed)
         c += cfg.size_weight * abs(math.log(palm_px / t.palm_px))
-        if math.isfinite(palm_m) and math.isfinite(t.palm_m):
-            c += cfg.size_weight * abs(math.log(palm_m / t.palm_m))
+        world = cfg.size_weight if cfg.world_size_weight is None else cfg.world_size_weight
+        if world and math.isfinite(palm_m) and math.isfinite(t.palm_m):
+            c += world * abs(math.log(palm_m / t.palm_m))
         return c
 
     def _decay(self, t: Track, now: float) -> None:
@@ -345,3 +351,92 @@ class TwoHandCore:
             h = ident.hands[s]
             sides[s] = self.cores[s].update([h] if h is not None else [], t, width, height)
         return TwoHandOutput(sides, ident)
+
+
+# --- one hand, one identity ------------------------------------------------------------------------
+
+class OneHandCore(TrackerCore):
+    """One hand (``hands: one``) that keeps its identity: a :class:`TrackerCore` fed only the
+    detections of the hand it follows, never silently another one.
+
+    :class:`HandIdentity` (labels play no part in association; world scale left out:
+    ``world_size_weight`` 0) keeps a track for each hand seen among those matching
+    ``hand_preference``; the core follows one track:
+
+    - with no hand followed, it takes up the best-scored detection (event ``following hand N``);
+    - while the followed hand is missed, the core holds its last pose for ``max_missed_frames``
+      frames as usual, whatever other hand is in view (it is not the followed hand);
+    - when the followed track is dropped (missed more than ``max_missed_frames``), that frame is
+      ``lost`` (no output) and announced (``lost hand N``); another hand is taken up from the next
+      frame on, announced as a switch and counted in :attr:`switches`. The same hand coming back
+      after a loss is a new track too (identity cannot be told across a loss) and counts as well.
+
+    :attr:`events`: the last frame's events (text); :attr:`followed`: the followed track id or None.
+    Same interface as TrackerCore. Not thread-safe.
+    """
+
+    def __init__(self, config: TrackerConfig | None = None, identity: IdentityConfig | None = None):
+        super().__init__(config)
+        self.identity = HandIdentity(identity or IdentityConfig(
+            max_hands=2, max_missed_frames=self.config.max_missed_frames, world_size_weight=0.0))
+        self.followed: int | None = None
+        self._followed_side = ""
+        self._previous: int | None = None  # the last hand followed since the last reset
+        self.switches = 0
+        self.events: list[str] = []
+
+    @property
+    def config(self) -> TrackerConfig:
+        return self._config
+
+    @config.setter
+    def config(self, cfg: TrackerConfig) -> None:
+        TrackerCore.config.fset(self, cfg)
+        self.identity.config = replace(self.identity.config, max_missed_frames=cfg.max_missed_frames)
+
+    def reset(self) -> None:
+        """Forget the pose, the filter state and every identity (the next hand is taken up afresh)."""
+        super().reset()
+        self.identity.reset()
+        self.followed = None
+        self._previous = None
+
+    @property
+    def followed_label(self) -> str:
+        """'N (side)' of the followed hand, or 'none' (diagnostics)."""
+        return f"{self.followed} ({self._followed_side})" if self.followed is not None else "none"
+
+    def update(self, hands: list[HandObservation], t: float, width: int = 1, height: int = 1) -> TrackOutput:
+        """Process one frame's hands at media time ``t`` (s); ``width``/``height``: image size (px)."""
+        pref = self._config.hand_preference
+        cands = [h for h in hands if pref == "any" or h.handedness == pref]
+        ident = self.identity.update(cands, t, width, height)
+        # the detection behind each matched track (the identity layer relabels a copy)
+        by_track: dict[int, HandObservation] = {}
+        for obs in ident.hands.values():
+            if obs is not None:
+                by_track[obs.hand_id] = next(h for h in cands if h.image is obs.image)
+        self.events = []
+        lost_now = False
+        if self.followed is not None and all(tr.track_id != self.followed for tr in self.identity.tracks):
+            self.events.append(f"lost hand {self.followed} ({self._followed_side}): not seen for "
+                               f"{self._config.max_missed_frames + 1} frames")
+            self.followed, lost_now = None, True
+        if self.followed is None and not lost_now and by_track:
+            # the best score; on a tie the first detection (as TrackerCore.select)
+            tid = max(sorted(by_track, key=lambda k: next(i for i, h in enumerate(cands) if h is by_track[k])),
+                      key=lambda k: by_track[k].score)
+            h = by_track[tid]
+            self.followed, self._followed_side = tid, h.handedness
+            if self._previous is not None and self._previous != tid:
+                self.switches += 1
+                self.events.append(f"switch: following hand {tid} ({h.handedness}, score {h.score:.2f}) "
+                                   f"instead of hand {self._previous}, after a lost frame")
+            else:
+                self.events.append(f"following hand {tid} ({h.handedness}, score {h.score:.2f})")
+            self._previous = tid
+        hand = by_track.get(self.followed) if self.followed is not None else None
+        out = super().update([hand] if hand is not None else [], t, width, height)
+        if hand is None and out.reason == "no hand" and cands:
+            out.reason = f"followed hand {self._previous} not seen" if self._previous is not None else out.reason
+        return out

@@ -183,6 +183,8 @@ class TrackerReport:
     identity_swaps: int = 0
     label_disagreements: int = 0
     sides: tuple[str, ...] = ()
+    followed_hand: str = ""  # one hand: the followed hand's identity ('N (side)' or 'none')
+    hand_switches: int = 0  # one hand: times another hand was taken up after the followed one was lost
 
 
 @dataclass(frozen=True)
@@ -235,6 +237,9 @@ def build_status(r: TrackerReport) -> Status:
             values[f"tracking_{side}"] = run.sides_status.get(side, "none")
         values["identity_swaps"] = str(r.identity_swaps)
         values["label_disagreements"] = str(r.label_disagreements)
+    else:
+        values["followed_hand"] = r.followed_hand or "none"
+        values["hand_switches"] = str(r.hand_switches)
     for key in STAGES:
         values[f"{key}_ms"] = f"{sp.mean(key):.3f}"
         values[f"{key}_ms_mean_total"] = f"{st.mean(key):.3f}"

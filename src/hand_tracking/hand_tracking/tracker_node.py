@@ -72,7 +72,7 @@ from hand_common import contract
 from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
 from hand_tracking.calibration import CalibrationError
 from hand_tracking.calibration_session import CalibrationSession, as_parameters, capture_angles
-from hand_tracking.hand_identity import TwoHandCore, TwoHandOutput
+from hand_tracking.hand_identity import OneHandCore, TwoHandCore, TwoHandOutput
 from hand_tracking.landmarks import BackendError, HandObservation, LandmarkBackend, create_backend
 from hand_tracking.preview import PreviewFrame, PreviewMailbox, PreviewWorker
 from hand_tracking.replay import observations_from_msg
@@ -84,7 +84,7 @@ from hand_tracking.sources import (
     open_frame_source,
     parse_source,
 )
-from hand_tracking.tracker_core import REJECT_REASONS, TrackerCore, TrackOutput
+from hand_tracking.tracker_core import REJECT_REASONS, TrackOutput
 from hand_tracking.tracker_diagnostics import RunState, TrackerReport, build_status
 from hand_tracking.tracker_messages import capture_time, flexion_messages, landmark_arrays
 from hand_tracking.tracker_params import (
@@ -112,10 +112,10 @@ class TrackerNode(SafeLifecycleNode):
         declare_specs(self, PARAMS)
         self._lock = threading.Lock()        # core + calibration capture, shared by worker and executor
         try:
-            self._core = TrackerCore(config_from(self._param_values()))
+            self._core = OneHandCore(config_from(self._param_values()))
         except ValueError as exc:  # e.g. a YAML with curled >= straight: configure refuses it
             self.get_logger().error(f"invalid parameters: {exc}")
-            self._core = TrackerCore()
+            self._core = OneHandCore()
         self._spec: SourceSpec | None = None
         self._source = None
         self._prefetch: PrefetchSource | None = None
@@ -224,7 +224,7 @@ class TrackerNode(SafeLifecycleNode):
         self._spec = spec
         two = v["hands"] == "two"
         with self._lock:
-            self._core = TwoHandCore(cfg) if two else TrackerCore(cfg)
+            self._core = TwoHandCore(cfg) if two else OneHandCore(cfg)
         stream = contract.qos(contract.STREAM)
         # a recording read faster than real time is a batch job: its data publishers keep every
         # unacknowledged sample (DDS backpressure, contract.REPLAY) so that a recorder gets all
@@ -416,6 +416,7 @@ class TrackerNode(SafeLifecycleNode):
             if last is not None and not (0.0 <= t - last <= gap):
                 self._core.reset()  # a gap in the data (or a restart): the held pose is stale
             out = self._core.update(hands, t, width, height)
+            events = out.identity.events if isinstance(out, TwoHandOutput) else list(self._core.events)
             if self._calibration.running is not None:
                 angles, gate_held = capture_angles(self._core, out, width, height)
                 done = self._calibration.add(t, angles, t1, gate_held)
@@ -432,9 +433,8 @@ class TrackerNode(SafeLifecycleNode):
         sides = {side: o.status for side, o in out.sides.items()} if isinstance(out, TwoHandOutput) else None
         if self._run.frame_done(t3, out.status, out.reason, sides, ms):
             self.get_logger().info("frames are back: watchdog cleared")
-        if isinstance(out, TwoHandOutput):
-            for event in out.identity.events:
-                self.get_logger().info(f"hand identity, frame {index}: {event}")
+        for event in events:
+            self.get_logger().info(f"hand identity, frame {index}: {event}")
 
     def _publish(self, out: TrackOutput | TwoHandOutput, hands: list[HandObservation], index: int, stamp: Time,
                  frame_id: str, width: int, height: int, landmarks) -> None:
@@ -607,6 +607,7 @@ class TrackerNode(SafeLifecycleNode):
             dropped_frames=self._prefetch.dropped if self._prefetch is not None else 0,
             rejections=self._rejections(), calibration=self._calibration.state, two_hands=two,
             identity_swaps=core.identity.swaps if two else 0,
+            followed_hand="" if two else core.followed_label, hand_switches=0 if two else core.switches,
             label_disagreements=core.identity.disagreements if two else 0,
             sides=tuple(contract.HAND_SIDES))
         s = build_status(report)

@@ -10,11 +10,19 @@ import pytest
 
 from hand_common.contract import HAND_SIDES, JOINT_NAMES
 from hand_tracking.geometry import synthetic_hand
-from hand_tracking.hand_identity import HandIdentity, IdentityConfig, TwoHandCore, label_logit, palm_size
+from hand_tracking.hand_identity import (
+    HandIdentity,
+    IdentityConfig,
+    OneHandCore,
+    TwoHandCore,
+    label_logit,
+    palm_size,
+)
 from hand_tracking.landmarks import HandObservation
-from hand_tracking.tracker_core import TrackerConfig
+from hand_tracking.tracker_core import TrackerConfig, TrackerCore
 
 sys.path.insert(0, os.path.dirname(__file__))
+from tracker_video_cache import video_landmarks  # noqa: E402
 from two_hand_clip import physical_side, two_hand_landmarks  # noqa: E402
 
 W, H = 1280, 720
@@ -172,6 +180,89 @@ def test_single_hand_mode_takes_its_label_and_relabels_only_on_sustained_evidenc
     assert out[0].hands["left"] is not None and out[5].hands["left"] is not None  # one flip: no change
     relabel = next(i for i, f in enumerate(out) if f.swapped)
     assert 20 < relabel < 50 and out[-1].hands["right"] is not None and ident.swaps == 1
+
+
+# --- one hand: a switch goes through lost and is announced (issue 22 item 8) -----------------------------
+
+@pytest.mark.parametrize("detector_sees", ["both hands", "one hand at a time"])
+def test_single_hand_switch_goes_through_lost_and_is_announced(detector_sees):
+    """The followed (right, open) hand leaves at frame 20; the left hand (a fist) is in view. The
+    old hand is held for max_missed_frames, then at least one frame has no output, and only then
+    is the left hand followed, announced and counted; never the next frame, never silently."""
+    core = OneHandCore(TrackerConfig(max_missed_frames=10, filter_enabled=False))
+    outs, events = [], []
+    for i in range(50):
+        right, left = pair(i, left_angles=FIST)
+        hs = [right, left] if i < 20 else [left]
+        if detector_sees == "one hand at a time":  # MediaPipe with max_num_hands 1: the right one first
+            hs = hs[:1]
+        outs.append(core.update(hs, i * DT, W, H))
+        events.append(core.events)
+    status = [o.status for o in outs]
+    assert status[:20] == ["tracked"] * 20 and all(o.finger_flexions.max() < 0.1 for o in outs[:20])
+    assert status[20:30] == ["held"] * 10 and all(np.array_equal(o.finger_flexions, outs[19].finger_flexions)
+                                                   for o in outs[20:30])
+    assert status[30] == "lost" and not outs[30].publishable and outs[30].reason == "followed hand 0 not seen"
+    assert status[31:] == ["tracked"] * 19 and all(o.finger_flexions.min() > 0.9 for o in outs[31:])
+    assert truth(outs[31].hand) == "left" and core.switches == 1 and core.followed_label == "1 (left)"
+    assert events[0] == ["following hand 0 (right, score 0.95)"]
+    assert events[30] == ["lost hand 0 (right): not seen for 11 frames"]
+    assert events[31] == ["switch: following hand 1 (left, score 0.95) instead of hand 0, after a lost frame"]
+    assert not any(events[i] for i in (*range(1, 30), *range(32, 50)))
+    # a reset (a gap in the data) forgets the identities: the next hand is taken up, not a switch
+    core.reset()
+    core.update([pair(60)[0]], 60 * DT, W, H)
+    assert core.events == ["following hand 2 (right, score 0.95)"] and core.switches == 1
+
+
+def test_single_hand_follows_its_hand_not_the_better_scored_one():
+    """Both hands in view, the other one better scored: the followed hand stays followed (the
+    old select() took the best score every frame and jumped between hands)."""
+    core = OneHandCore(TrackerConfig(filter_enabled=False))
+    for i in range(30):
+        right, left = pair(i, left_angles=FIST, right_score=0.9 if i == 0 else 0.6, left_score=0.8)
+        out = core.update([right, left] if i else [right], i * DT, W, H)
+        assert truth(out.hand) == "right" and out.finger_flexions.max() < 0.1
+    assert core.switches == 0 and core.followed == 0
+
+
+def test_single_hand_mode_on_the_shared_video_equals_the_plain_core(video_path):
+    """One hand in view: following an identity changes nothing — every frame of the shared video
+    (and with every 2nd / 3rd frame dropped: hands move 2-3x further between frames) gives the
+    plain core's output bit for bit, with no switch."""
+    lm = video_landmarks(video_path)
+    for step in (1, 2, 3):
+        frames = range(0, len(lm.indices), step)
+        one, plain = OneHandCore(), TrackerCore()
+        for i in frames:
+            a = one.update(lm.hands(i), lm.media_time[i], lm.width, lm.height)
+            b = plain.update(lm.hands(i), lm.media_time[i], lm.width, lm.height)
+            assert a.status == b.status and np.array_equal(a.finger_flexions, b.finger_flexions), (step, i)
+        assert one.switches == 0 and one.followed == 0, step
+
+
+def test_clip_in_single_hand_mode_never_switches_until_the_hand_leaves(clip):
+    """The two-hand clip through the one-hand core (MediaPipe reporting both hands): the first
+    hand taken up stays followed for the whole clip; with it removed from frame 300 on, output
+    stops for a frame after the hold and the other hand is taken up, announced."""
+    core = OneHandCore()
+    outs = [core.update(list(h), t, clip.width, clip.height) for h, t in zip(clip.hands, clip.media_time)]
+    first = physical_side(outs[0].hand)
+    assert all(o.status == "tracked" and physical_side(o.hand) == first for o in outs), first
+    assert core.switches == 0
+    core = OneHandCore()
+    outs, log = [], []
+    for k, (h, t) in enumerate(zip(clip.hands, clip.media_time)):
+        hs = [x for x in h if k < 300 or physical_side(x) != first]
+        outs.append(core.update(hs, t, clip.width, clip.height))
+        log += [(k, e) for e in core.events]
+    k_lost = next(k for k, o in enumerate(outs) if o.status == "lost")
+    assert [o.status for o in outs[300:310]] == ["held"] * 10 and k_lost == 310, [o.status for o in outs[298:313]]
+    switch = [k for k, e in log if e.startswith("switch:")]
+    assert len(switch) == 1 and switch[0] == k_lost + 1 and core.switches == 1
+    assert all(physical_side(o.hand) != first for o in outs[switch[0]:] if o.hand is not None)
+    print(f"\nclip, one-hand mode, followed hand removed at 300: held to {k_lost - 1}, lost at {k_lost}, "
+          f"switch at {switch[0]}; events {log}")
 
 
 # --- the recorded two-hand clip -----------------------------------------------------------------------

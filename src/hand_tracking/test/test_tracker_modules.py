@@ -99,6 +99,14 @@ def test_run_state_watchdog_and_status():
     done = build_status(TrackerReport("hand_tracker", "active", "video:x", 1.0, run.snapshot(102.0), 0, {},
                                       "parameters"))
     assert done.level == WARN and done.values["watchdog"] == "finished"
+    # one hand: the followed identity and the switches are reported; two hands: swaps instead
+    assert done.values["followed_hand"] == "none" and done.values["hand_switches"] == "0"
+    one = build_status(TrackerReport("hand_tracker", "active", "video:x", 1.0, run.snapshot(102.5), 0, {},
+                                     "parameters", followed_hand="1 (left)", hand_switches=1))
+    assert one.values["followed_hand"] == "1 (left)" and one.values["hand_switches"] == "1"
+    two = build_status(TrackerReport("hand_tracker", "active", "video:x", 1.0, run.snapshot(103.0), 0, {},
+                                     "parameters", two_hands=True, sides=("right", "left")))
+    assert "hand_switches" not in two.values and two.values["identity_swaps"] == "0"
 
 
 def test_parameter_problems():
