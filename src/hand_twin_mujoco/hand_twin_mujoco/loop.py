@@ -3,7 +3,12 @@
 :class:`PhysicsLoop` owns the lock that serialises the :class:`~hand_twin_mujoco.sim.TwinSim`.
 ``iterate(now)`` does one pass without sleeping (tests drive it with a fake clock);
 ``start()`` runs it in a daemon thread paced to the wall clock, so a ROS executor is never
-blocked by physics. Everything the outside world sees goes through callbacks:
+blocked by physics. The command watchdog has its own lock (``wd_lock``, never held across a
+physics step) and, once started, its own thread that wakes at the newest command's deadline: a
+trip is decided and reported ``command_timeout`` after the last command even while a physics
+step (or a render snapshot) holds the sim lock for a second; the next pass applies it. Commands
+are fed under ``wd_lock`` only, so the ROS executor never waits for physics either.
+Everything the outside world sees goes through callbacks:
 
 - ``on_sample(TwinState, Decision)`` at ``publish_rate`` (joint states);
 - ``on_event(level, message)`` for watchdog transitions (``warn`` on timeout, ``info`` on
@@ -61,6 +66,9 @@ class PhysicsLoop:
         self.sim = sim
         self.watchdog = watchdog
         self.lock = threading.Lock()
+        #: guards the watchdog (feed, decide); the watchdog thread waits on it for the next deadline
+        self.wd_lock = threading.Condition()
+        self._wd_thread: threading.Thread | None = None
         self.pacer = RealTimePacer(sim.hand.timestep, max_lag=max_lag)
         self.set_publish_rate(publish_rate)
         self.on_sample = on_sample
@@ -92,18 +100,36 @@ class PhysicsLoop:
         which hand of a HandsWatchdog (two-hand twin) it is for."""
         cmd = Command(np.asarray(flexions, dtype=float).copy(),
                       self.clock() if received is None else received, stamp)
-        with self.lock:
+        with self.wd_lock:
             if hand is None:
                 self.watchdog.feed(cmd)
             else:
                 self.watchdog.feed(cmd, hand)
             self._commands += 1
+            self.wd_lock.notify_all()
+
+    def decide(self, now: float) -> Decision:
+        """The watchdog's decision at ``now``; a change of state is reported (``on_event``) by
+        whichever caller — physics pass or watchdog thread — sees it first, once."""
+        with self.wd_lock:
+            decision = self.watchdog.decide(now)
+        if decision.changed:
+            if decision.state is WatchdogState.TIMED_OUT:
+                self.on_event("warn", f"no flexion command for {decision.age:.3f} s "
+                                      f"(> command_timeout {self.watchdog.timeout:.3f} s): safe pose "
+                                      f"{np.round(decision.flexions, 3).tolist()}")
+            elif decision.state is WatchdogState.OK:
+                self.on_event("info", "fresh flexion commands: following them")
+            else:
+                self.on_event("info", f"waiting for flexion commands; safe pose "
+                                      f"{np.round(decision.flexions, 3).tolist()}")
+        return decision
 
     # --- one pass ----------------------------------------------------------------------------------
     def iterate(self, now: float) -> int:
         """Apply the watchdog's decision, step what is due, publish/sync if due. Returns steps."""
+        decision = self.decide(now)
         with self.lock:
-            decision = self.watchdog.decide(now)
             self.sim.set_flexions(decision.flexions, urgent=decision.urgent)
             self._decision = decision
             lag = (now - (self.pacer.start if self.pacer.start is not None else now)
@@ -126,16 +152,6 @@ class PhysicsLoop:
             if self.viewer_sync is not None and now >= self._next_viewer:
                 self._next_viewer = now + self.viewer_period
                 self.viewer_sync()
-        if decision.changed:
-            if decision.state is WatchdogState.TIMED_OUT:
-                self.on_event("warn", f"no flexion command for {decision.age:.3f} s "
-                                      f"(> command_timeout {self.watchdog.timeout:.3f} s): safe pose "
-                                      f"{np.round(decision.flexions, 3).tolist()}")
-            elif decision.state is WatchdogState.OK:
-                self.on_event("info", "fresh flexion commands: following them")
-            else:
-                self.on_event("info", f"waiting for flexion commands; safe pose "
-                                      f"{np.round(decision.flexions, 3).tolist()}")
         if reason is not None:
             self.on_event("error", f"physics unstable ({reason}): reset to keyframe 'open'")
         if sample is not None:
@@ -154,6 +170,28 @@ class PhysicsLoop:
         self._lags.clear()
         self._thread = threading.Thread(target=self._run, name="twin_physics", daemon=True)
         self._thread.start()
+        self._wd_thread = threading.Thread(target=self._watch, name="twin_watchdog", daemon=True)
+        self._wd_thread.start()
+
+    #: the watchdog thread re-reads the deadline at least this often (a live command_timeout change)
+    WATCH_PERIOD_S = 0.1
+
+    def _watch(self) -> None:
+        """Wake at the newest command's deadline (or when a command arrives) and decide: the trip
+        does not wait for the physics thread."""
+        decided = -math.inf
+        try:
+            while not self._stop.is_set():
+                with self.wd_lock:
+                    deadline = self.watchdog.deadline(after=decided)
+                    wait = self.WATCH_PERIOD_S if deadline is None else deadline - self.clock() + 0.0005
+                    if wait > 0:
+                        self.wd_lock.wait(min(wait, self.WATCH_PERIOD_S))
+                if not self._stop.is_set():
+                    decided = self.clock()
+                    self.decide(decided)
+        except Exception as exc:  # noqa: BLE001 - report, never die silently
+            self.on_event("error", f"watchdog thread stopped: {type(exc).__name__}: {exc}")
 
     def _run(self) -> None:
         try:
@@ -167,9 +205,14 @@ class PhysicsLoop:
 
     def stop(self) -> None:
         self._stop.set()
+        with self.wd_lock:
+            self.wd_lock.notify_all()
         if self._thread is not None:
             self._thread.join(5.0)
             self._thread = None
+        if self._wd_thread is not None:
+            self._wd_thread.join(5.0)
+            self._wd_thread = None
 
     @property
     def running(self) -> bool:
@@ -187,14 +230,18 @@ class PhysicsLoop:
                 lag_p99=float(np.percentile(self._lags, 99)) if self._lags else float("nan"),
                 dropped_time=self.pacer.dropped_time,
                 busy_fraction=self._busy / wall if wall > 0 else float("nan"),
-                command_age=self.watchdog.age(now),
-                watchdog=self.watchdog.state,
+                command_age=self._wd(lambda: self.watchdog.age(now)),
+                watchdog=self._wd(lambda: self.watchdog.state),
                 resets=self.sim.resets,
                 last_reset_reason=self._last_reset_reason,
                 sim_time=self.sim.time,
                 steps=self.pacer.steps,
                 commands=self._commands,
             )
+
+    def _wd(self, read: Callable[[], object]):
+        with self.wd_lock:
+            return read()
 
     def snapshot(self, render_data: mujoco.MjData) -> FrameMeta:
         """Copy the state into ``render_data`` (for the render thread) and describe it."""

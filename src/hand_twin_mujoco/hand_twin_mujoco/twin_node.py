@@ -97,13 +97,14 @@ class TwinNode(SafeLifecycleNode):
             return
         for name, value in changes.items():
             if name == "command_timeout":
-                with self.loop.lock:
+                with self.loop.wd_lock:
                     self.loop.watchdog.set_timeout(float(value))
+                    self.loop.wd_lock.notify_all()
             elif name == "safe_flexions":
-                with self.loop.lock:
+                with self.loop.wd_lock:
                     self.loop.watchdog.set_safe_flexions(list(value))
             elif name == "command_deadband":
-                with self.loop.lock:
+                with self.loop.wd_lock:
                     for db in self._deadbands:
                         db.tolerance = FlexionDeadband.check(list(value))
             elif name == "reference_settle_time":
@@ -278,7 +279,8 @@ class TwinNode(SafeLifecycleNode):
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         if self.loop is None:
             return
-        with self.loop.lock:  # the deadband's tolerance may change live (parameter callback)
+        with self.loop.wd_lock:  # the deadband's tolerance may change live (parameter callback); not the
+            # sim lock: a command never waits for a physics step
             flexions, _ = self._deadbands[hand].offer(flexions)
         self.loop.command(flexions, stamp, hand=hand if self._sides else None)
 

@@ -95,6 +95,14 @@ class CommandWatchdog:
     def age(self, now: float) -> float:
         return math.inf if self.last is None else max(0.0, now - self.last.received)
 
+    def deadline(self, after: float = -math.inf) -> float | None:
+        """Receiver time (s) at which the newest command goes stale, if later than ``after``
+        (None: before the first command, or that time is not later)."""
+        if self.last is None:
+            return None
+        t = self.last.received + self.timeout
+        return t if t > after else None
+
     def decide(self, now: float) -> Decision:
         age = self.age(now)
         if self.last is None:
@@ -166,6 +174,12 @@ class HandsWatchdog:
     def age(self, now: float) -> float:
         """Age of the stalest hand's newest command (inf if a hand never got one)."""
         return max(w.age(now) for w in self.hands)
+
+    def deadline(self, after: float = -math.inf) -> float | None:
+        """The earliest time (s) later than ``after`` at which a hand's newest command goes stale
+        (None: none)."""
+        times = [d for d in (w.deadline(after) for w in self.hands) if d is not None]
+        return min(times) if times else None
 
     def decide(self, now: float) -> HandsDecision:
         per = tuple(w.decide(now) for w in self.hands)

@@ -3,6 +3,7 @@ short real-time run of its thread (functional, no speed assertion)."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import mujoco
@@ -111,3 +112,68 @@ def test_thread_runs_in_real_time_and_stops(build):
     assert st.steps > 50 and len(samples) > 10
     assert st.sim_time == pytest.approx(st.steps * build.hand.timestep)
     assert np.all(samples[-1].position > 0.05)
+
+
+class StallingSim:
+    """A TwinSim whose step blocks, once armed, until released: a physics pass stalled for as long
+    as the test wants (the twin process's ~1 s stall of issue 27)."""
+
+    def __init__(self, sim: TwinSim):
+        self._sim = sim
+        self.armed = threading.Event()
+        self.blocked = threading.Event()
+        self.release = threading.Event()
+
+    def step(self, n: int):
+        if self.armed.is_set() and n:
+            self.armed.clear()
+            self.blocked.set()
+            self.release.wait(30.0)
+        return self._sim.step(n)
+
+    def __getattr__(self, name):
+        return getattr(self._sim, name)
+
+
+def test_the_watchdog_trips_while_a_physics_step_is_stalled(build):
+    """Issue 27: one trip of 15 took 1.01 s because the physics pass (which ran the watchdog)
+    stalled. The watchdog has its own thread and lock now: with a physics step blocked, the trip
+    is reported at command_timeout after the last command, a command can still be fed, and the
+    next physics pass applies the safe pose. Ordering, not speed: the step is released only after
+    the trip was seen."""
+    events, samples = [], []
+    sim = StallingSim(TwinSim(build.hand, build.tmap))
+    loop = PhysicsLoop(sim, CommandWatchdog(0.1), publish_rate=100.0,
+                       on_sample=lambda s, d: samples.append(d),
+                       on_event=lambda lvl, msg: events.append((time.monotonic(), lvl, msg)))
+    loop.start()
+    try:
+        for _ in range(10):
+            loop.command(np.full(5, 0.5), stamp=0.0)
+            time.sleep(0.02)
+        sim.armed.set()
+        assert sim.blocked.wait(10.0), "the physics step never ran"
+        fed = threading.Thread(target=lambda: loop.command(np.full(5, 0.6), stamp=0.0), daemon=True)
+        fed.start()
+        fed.join(10.0)
+        assert not fed.is_alive(), "a command waited for the stalled physics step"
+        t_last = time.monotonic()
+        deadline = time.monotonic() + 10.0
+        while not any(e[1] == "warn" for e in events) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        warn = [e for e in events if e[1] == "warn"]
+        assert warn and not sim.release.is_set(), "no trip while the physics step was stalled"
+        age = float(warn[0][2].split("no flexion command for ")[1].split(" s")[0])
+        print(f"\ntrip during a stalled physics step: reported at age {1000 * age:.1f} ms "
+              f"({1000 * (warn[0][0] - t_last):.1f} ms after the last command was fed)")
+        assert age >= 0.1  # past the timeout (how far past is the scheduler's: a figure, printed)
+        sim.release.set()
+        until = time.monotonic() + 10.0
+        while not (samples and samples[-1].state is WatchdogState.TIMED_OUT) and time.monotonic() < until:
+            time.sleep(0.005)
+        assert samples[-1].state is WatchdogState.TIMED_OUT
+        np.testing.assert_array_equal(samples[-1].flexions, 0.0)
+    finally:
+        sim.release.set()
+        loop.stop()
+    assert not loop.running and len([e for e in events if e[1] == "warn"]) == 1
