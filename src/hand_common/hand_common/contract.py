@@ -49,7 +49,8 @@ JOINT_MAPPER_NODE = "joint_mapper"
 # --- topics ---------------------------------------------------------------------------------------
 #: hand_msgs/HandLandmarksArray: every hand in a frame (empty array = frame with no hand).
 TOPIC_LANDMARKS = "/hand/landmarks"
-#: sensor_msgs/JointState: names = FINGER_NAMES, position = flexion 0..1, stamp = frame capture.
+#: sensor_msgs/JointState: names = FINGER_NAMES, position = flexion 0..1, stamp = frame capture,
+#: frame_id = the publishing node's fully qualified name (the command source a servo driver follows).
 TOPIC_TARGET_FLEXIONS = "/hand/target_flexions"
 #: sensor_msgs/JointState: names = JOINT_NAMES, position = per-joint flexion 0..1.
 TOPIC_JOINT_FLEXIONS = "/hand/joint_flexions"
@@ -117,6 +118,13 @@ STREAM = QosSpec(reliable=True, depth=10)
 #: What an actuator subscribes with: only the newest command matters; older queued ones are
 #: dropped rather than replayed late.
 LATEST = QosSpec(reliable=True, depth=1)
+#: What the servo driver (an actuator following one command source among possibly several
+#: publishers) subscribes with: keep-last 20, so a flood from another publisher cannot push the
+#: followed source's commands out of the reader's queue before they are taken (keep-last 1: a
+#: 380/s foreign flood starved a 30 Hz source into the safe pose); a queued command is still judged
+#: by its stamp (refused when older than command_timeout_s or than the newest followed), never
+#: replayed late.
+COMMAND = QosSpec(reliable=True, depth=20)
 #: What a viewer (the operator console) subscribes with: best effort, keep-last 1: it never makes a
 #: publisher resend, and an old sample is overwritten by the newest, never queued.
 VIEW = QosSpec(reliable=False, depth=1)

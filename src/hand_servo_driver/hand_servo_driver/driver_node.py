@@ -20,7 +20,8 @@ Commands: each is judged by its capture stamp (``header.stamp``, ROS time) again
 (:class:`command_age.CommandAge`: clock offsets cancel); frames to the board go out as soon as a fresh
 command arrives, capped at ``rate_hz`` frames/s on average (:data:`core.BURST`).
 
-Topics: subscribes ``/hand/target_flexions`` (sensor_msgs/JointState, ``contract.LATEST`` QoS),
+Topics: subscribes ``/hand/target_flexions`` (sensor_msgs/JointState, ``contract.COMMAND`` QoS;
+``header.frame_id`` names the source, :mod:`command_sources`),
 publishes ``/diagnostics`` (diagnostic_msgs/DiagnosticArray, ``contract.STREAM`` QoS).
 """
 
@@ -39,6 +40,7 @@ from hand_common import contract
 from hand_common.node_tools import SafeLifecycleNode, run
 from hand_common.service_callers import ServiceCallers
 from hand_servo_driver import protocol as p
+from hand_servo_driver.command_sources import CommandSources
 from hand_servo_driver.core import DriverConfigError, DriverCore
 from hand_servo_driver.driver_config import safety_problems
 from hand_servo_driver.link import LinkError, SerialLink
@@ -85,6 +87,8 @@ class ServoDriverNode(SafeLifecycleNode):
         self._board_checked = False
         self._board_problems: list[str] = []
         self._ramp_why = ""  # a ramp to the safe pose is under way: what it is for (logged when done)
+        self._sources = CommandSources()
+        self._sources_warned: tuple[str, ...] = ()
         self._t0 = time.monotonic()
 
     # --- parameters ----------------------------------------------------------------------------------
@@ -165,13 +169,15 @@ class ServoDriverNode(SafeLifecycleNode):
         else:
             self.get_logger().info("dry run: no port; intended pulses are logged")
         self._core = DriverCore(cfg, expect_acks=not settings.dry_run)
+        self._sources = CommandSources(settings.command_source)
+        self._sources_warned = ()
         self._board_checked = False
         self._board_problems = []
         self._parser = p.Parser()
         self._core.on_link_up(time.monotonic())
         self._diag_pub = self.create_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, contract.qos(contract.STREAM))
         self._sub = self.create_subscription(JointState, contract.TOPIC_TARGET_FLEXIONS, self._on_command,
-                                             contract.qos(contract.LATEST))
+                                             contract.qos(contract.COMMAND))
         self._timer = self.create_timer(1.0 / settings.rate_hz, self._tick)
         self._diag_timer = self.create_timer(settings.diagnostics_period_s, self._publish_diagnostics)
         self.get_logger().info(
@@ -274,6 +280,8 @@ class ServoDriverNode(SafeLifecycleNode):
         core = self._core
         if core is None:
             return
+        if not self._sources.admit(msg.header.frame_id, time.monotonic()):
+            return  # another source than command_source: counted, named in diagnostics
         try:
             flexions = contract.parse_flexions(msg.name, msg.position)
         except contract.FlexionContractError as exc:
@@ -382,6 +390,8 @@ class ServoDriverNode(SafeLifecycleNode):
         level, message = DiagnosticStatus.OK, ""
         loss, loss_n = core.loss_rate()
         state = self.lifecycle_state
+        sources = self._sources
+        sources_warning = sources.warning(now, contract.TOPIC_TARGET_FLEXIONS)
         if settings.dry_run:
             message = "dry run: no port, intended pulses logged"
         elif link is None or not link.up:
@@ -403,6 +413,9 @@ class ServoDriverNode(SafeLifecycleNode):
         elif core.board is not None and core.board.channels < max(core.config.channels) + 1:
             level = DiagnosticStatus.ERROR
             message = f"board has {core.board.channels} channels, driver uses channel {max(core.config.channels)}"
+        elif sources_warning:
+            level = DiagnosticStatus.WARN
+            message = sources_warning
         elif core.stale:
             level = DiagnosticStatus.WARN
             message = f"no fresh command for more than {core.config.command_timeout_s} s: safe pose"
@@ -440,6 +453,9 @@ class ServoDriverNode(SafeLifecycleNode):
             "awaiting_status": core.awaiting_status,
             "write_stalls": link.write_stalls if link else 0, "tx_dropped": link.tx_dropped if link else 0,
             "pending_bytes": len(link.pending) if link else 0,
+            "command_source": sources.source or "(any)", "command_publishers": " ".join(sources.publishers),
+            "command_sources_other": " ".join(sources.others(now)), "commands_other_source": sources.refused,
+            "last_other_source": sources.last_refused_source,
         }
         if core.board is not None:
             b = core.board
@@ -453,9 +469,26 @@ class ServoDriverNode(SafeLifecycleNode):
                                 hardware_id=settings.port if not settings.dry_run else "dry_run",
                                 values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
 
+    def _check_sources(self) -> None:
+        """The graph's publishers of the command topic; a change in the other sources is logged."""
+        try:
+            infos = self.get_publishers_info_by_topic(contract.TOPIC_TARGET_FLEXIONS)
+        except Exception as exc:  # noqa: BLE001 - the graph query must never stop diagnostics
+            self.get_logger().warning(f"graph query failed: {exc}", throttle_duration_sec=10.0)
+            return
+        self._sources.set_publishers([f"{i.node_namespace.rstrip('/')}/{i.node_name}" for i in infos])
+        others = tuple(self._sources.others(time.monotonic()))
+        if others != self._sources_warned:
+            self._sources_warned = others
+            if others:
+                self.get_logger().warning(self._sources.warning(time.monotonic(), contract.TOPIC_TARGET_FLEXIONS))
+            else:
+                self.get_logger().info(f"one command source on {contract.TOPIC_TARGET_FLEXIONS} again")
+
     def _publish_diagnostics(self) -> None:
         if self._diag_pub is None or self._core is None:
             return
+        self._check_sources()
         msg = DiagnosticArray()
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.status = [self.diagnostic_status()]

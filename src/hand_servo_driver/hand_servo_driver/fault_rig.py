@@ -148,6 +148,8 @@ class FaultRig:
         self._stream: threading.Thread | None = None
         self._stop_stream = threading.Event()
         self.last_publish = 0.0
+        #: header.frame_id of the probe's commands (the command source it claims; '' = unnamed)
+        self.frame_id = ""
         self.tracker = None
         self.tracker_log = os.path.join(workdir, "tracker.jsonl")
 
@@ -202,7 +204,9 @@ class FaultRig:
 
     # --- commands --------------------------------------------------------------------------------
     def publish(self, values: Sequence[float]) -> None:
-        self.pub.publish(self.JointState(name=list(contract.FINGER_NAMES), position=[float(v) for v in values]))
+        msg = self.JointState(name=list(contract.FINGER_NAMES), position=[float(v) for v in values])
+        msg.header.frame_id = self.frame_id
+        self.pub.publish(msg)
         self.last_publish = time.monotonic()
 
     def stream(self, values: Sequence[float] | Callable[[float], Sequence[float]], seconds: float,

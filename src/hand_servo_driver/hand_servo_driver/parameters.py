@@ -66,6 +66,10 @@ GLOBAL_PARAMS: tuple[ParamSpec, ...] = (
               "below it. The board's own STATUS value takes over once it answered.", (1, 16), live=True),
     ParamSpec("diagnostics_period_s", 1.0, "Period of /diagnostics (also published on every link change) (s).",
               (0.05, 60.0)),
+    ParamSpec("command_source", "", "The node whose commands are followed (fully qualified, e.g. /hand_tracker: "
+              "commands whose header.frame_id names another node are refused and counted); '' follows every "
+              "publisher. Either way a second publisher of the topic is named in a diagnostics WARN. "
+              "Applies at configure."),
 )
 
 
@@ -109,6 +113,7 @@ class LinkSettings:
     rate_hz: float
     dry_run: bool
     diagnostics_period_s: float
+    command_source: str = ""
 
 
 def defaults() -> dict[str, Any]:
@@ -187,5 +192,5 @@ def build_config(values: Mapping[str, Any], board_channels: int | None = None,
         port=str(v["port"]), baud=int(v["baud"]), write_timeout_s=float(v["write_timeout_s"]),
         connect_timeout_s=float(v["connect_timeout_s"]), reconnect_min_s=float(v["reconnect_min_s"]),
         reconnect_max_s=float(v["reconnect_max_s"]), rate_hz=float(v["rate_hz"]), dry_run=bool(v["dry_run"]),
-        diagnostics_period_s=float(v["diagnostics_period_s"]))
+        diagnostics_period_s=float(v["diagnostics_period_s"]), command_source=str(v["command_source"]))
     return cfg, link

@@ -72,15 +72,16 @@ def landmark_arrays(out: TrackOutput | TwoHandOutput, header: Header, index: int
     return array
 
 
-def flexion_messages(out: TrackOutput, stamp: Time) -> tuple[JointState, JointState] | None:
-    """(/hand/target_flexions, /hand/joint_flexions) of one hand's result, stamped ``stamp``;
-    None when nothing is to be published (no pose tracked or held). ValueError for a non-finite
-    flexion (never published)."""
+def flexion_messages(out: TrackOutput, stamp: Time, source: str = "") -> tuple[JointState, JointState] | None:
+    """(/hand/target_flexions, /hand/joint_flexions) of one hand's result, stamped ``stamp``, with
+    ``frame_id`` = ``source`` (the publishing node's fully qualified name: the command source, see
+    ``contract.TOPIC_TARGET_FLEXIONS``); None when nothing is to be published (no pose tracked or
+    held). ValueError for a non-finite flexion (never published)."""
     if not out.publishable:
         return None
     fingers, joints = out.finger_flexions, out.joint_flexions
     if not (np.isfinite(fingers).all() and np.isfinite(joints).all()):
         raise ValueError("non-finite flexion computed; frame not published")
-    header = Header(stamp=stamp, frame_id="")
+    header = Header(stamp=stamp, frame_id=source)
     return (JointState(header=header, name=list(FINGER_NAMES), position=fingers.tolist()),
             JointState(header=header, name=list(JOINT_NAMES), position=joints.tolist()))

@@ -452,7 +452,7 @@ class TrackerNode(SafeLifecycleNode):
 
     def _publish_flexions(self, out: TrackOutput, stamp: Time, pub_target, pub_joints) -> None:
         try:
-            msgs = flexion_messages(out, stamp)
+            msgs = flexion_messages(out, stamp, self.get_fully_qualified_name())
         except ValueError as exc:  # cannot happen; never publish NaN
             self.get_logger().error(str(exc), throttle_duration_sec=5.0)
             return
