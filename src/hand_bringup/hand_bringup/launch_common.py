@@ -9,14 +9,17 @@ Launch arguments shared by every profile:
   use_sim_time   passed to every node
   headless       twin without the interactive viewer (offscreen rendering only)
   discovery_range  ROS_AUTOMATIC_DISCOVERY_RANGE of the nodes (default LOCALHOST)
-Profile-specific: ``port`` and ``sim_board`` (hardware, robot), ``rviz`` (rviz), ``control_mode``,
+Profile-specific: ``robot``, ``robot_urdf``, ``robot_dir`` and ``rviz`` (dex: robot_state_publisher
+with that URDF on the twin's joint states), ``port`` and ``sim_board`` (hardware, robot), ``rviz`` (rviz), ``control_mode``,
 ``real_hardware``, ``allow_motion``, ``port`` and ``sim_bus`` (arm), ``peer`` and
 ``fastdds_profile`` (the two-host profiles robot, robot_twin, operator).
 """
 
 from __future__ import annotations
 
-from launch.actions import DeclareLaunchArgument, SetEnvironmentVariable
+import os
+
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution, PythonExpression
 from launch_ros.actions import LifecycleNode, Node
@@ -43,7 +46,8 @@ def _overrides(key: str) -> dict:
             PythonExpression(["'", LaunchConfiguration("headless"), "'.lower() not in ('true', '1')"]),
             value_type=bool)
     elif key in ("dex_retarget", "dex_twin"):  # robot:=leap_hand_right (dex profile; empty = dex_hand)
-        out["robot"] = ParameterValue(LaunchConfiguration("robot", default=""), value_type=str)
+        for name in ("robot", "robot_urdf", "robot_dir"):
+            out[name] = ParameterValue(LaunchConfiguration(name, default=""), value_type=str)
     elif key == "servo_driver":
         out["port"] = ParameterValue(_servo_port(), value_type=str)
     elif key == "arm_teleop":
@@ -203,4 +207,52 @@ def rviz_extras():
     return arguments, [rsp, rviz]
 
 
-__all__ = ["profile_launch", "arm_extras", "hardware_extras", "rviz_extras", "two_host_extras"]
+def dex_robot_extras():
+    """The dexterous profile's robot: ``robot`` (a dex-retargeting name or .yml; empty = dex_hand),
+    ``robot_urdf`` (its URDF, replacing the .yml's urdf_path), ``robot_dir`` (where a relative
+    urdf_path is looked up), given to the retarget node and the twin; robot_state_publisher with
+    that URDF on the twin's measured ``/dex_twin/joint_states`` (mimic joints follow their
+    equation in robot_state_publisher as in the twin) and, with ``rviz:=true``, rviz2 fixed on the
+    URDF's root link. The URDF is resolved when the launch runs (OpaqueFunction), as the nodes
+    resolve it (:func:`hand_retarget.robot.state_publisher_description`)."""
+    arguments = [
+        DeclareLaunchArgument("robot", default_value="",
+                              description="Robot hand: empty = dex_hand; a dex-retargeting robot name (leap_hand_right, "
+                                          "ability_hand_right, ...) or the path to its dex-retargeting .yml"),
+        DeclareLaunchArgument("robot_urdf", default_value="",
+                              description="The robot's URDF (replaces the .yml's urdf_path); empty = the .yml's, "
+                                          "under robot_dir"),
+        DeclareLaunchArgument("robot_dir", default_value="",
+                              description="Folder of the robot URDFs for a relative urdf_path; empty = "
+                                          "$HAND_ROBOTS_DIR, else ../shared/robots"),
+        DeclareLaunchArgument("rviz", default_value="false", description="Start rviz2 on the robot's URDF"),
+    ]
+    return arguments, [OpaqueFunction(function=dex_state_publisher)]
+
+
+def dex_state_publisher(context, *args, **kwargs) -> list:
+    """OpaqueFunction body of :func:`dex_robot_extras` (``context.launch_configurations``: the
+    launch arguments as strings)."""
+    from ament_index_python.packages import get_package_share_directory
+
+    from hand_retarget.robot import state_publisher_description
+    from hand_retarget.topics import TOPIC_TWIN_JOINT_STATES
+
+    cfg = context.launch_configurations
+    description, root_link = state_publisher_description(cfg.get("robot", ""), cfg.get("robot_dir", "") or None,
+                                                         cfg.get("robot_urdf", "") or None)
+    sim_time = cfg.get("use_sim_time", "false").lower() in ("true", "1")
+    rsp = Node(package="robot_state_publisher", executable="robot_state_publisher",
+               name="robot_state_publisher", output="screen",
+               parameters=[{"robot_description": ParameterValue(description, value_type=str),
+                            "publish_frequency": 60.0, "use_sim_time": sim_time}],
+               remappings=[("joint_states", TOPIC_TWIN_JOINT_STATES)])
+    actions = [rsp]
+    if cfg.get("rviz", "false").lower() in ("true", "1"):
+        config = os.path.join(get_package_share_directory("hand_description"), "rviz", "hand.rviz")
+        actions.append(Node(package="rviz2", executable="rviz2", name="rviz2", output="screen",
+                            arguments=["-d", config, "--fixed-frame", root_link]))
+    return actions
+
+
+__all__ = ["profile_launch", "arm_extras", "dex_robot_extras", "hardware_extras", "rviz_extras", "two_host_extras"]

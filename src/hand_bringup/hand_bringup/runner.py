@@ -21,6 +21,9 @@ This module is the command line; the run itself is :class:`hand_bringup.runner_c
   python -m hand_bringup.runner robot --peer 192.168.1.20       # two hosts: on the robot's computer,
   python -m hand_bringup.runner operator --peer 192.168.1.30    # then on the operator's laptop
       (DDS reaches this host and the peers only, over UDP; see :func:`two_host_environment`)
+  python -m hand_bringup.runner dex --video ../shared/media/human_hand_video.mp4 \
+      --robot /path/ability_hand_right_dexpilot.yml --robot-urdf /path/ability_hand/ability_hand_right.urdf
+      (any hand from its dex-retargeting config and URDF: retarget node + twin, /dex_twin/joint_states)
 """
 
 from __future__ import annotations
@@ -50,6 +53,23 @@ def parse_overrides(items: list[str]) -> dict[str, dict[str, Any]]:
             raise ValueError(f"override '{item}' is not <node>.<parameter>=<value>")
         out.setdefault(node, {})[param] = yaml.safe_load(value)
     return out
+
+
+def robot_overrides(args: argparse.Namespace, overrides: dict[str, dict[str, Any]]) -> None:
+    """dex profile: ``--robot``, ``--robot-urdf``, ``--robot-dir`` set ``robot``, ``robot_urdf`` and
+    ``robot_dir`` on both the retarget node and the twin (file paths made absolute; a ``-p`` of the
+    same parameter wins), as ``robot:=`` / ``robot_urdf:=`` / ``robot_dir:=`` of dex.launch.py."""
+    values = {"robot": getattr(args, "robot", None), "robot_urdf": getattr(args, "robot_urdf", None),
+              "robot_dir": getattr(args, "robot_dir", None)}
+    for name, value in values.items():
+        if not value:
+            continue
+        if name != "robot" or value.endswith((".yml", ".yaml")) or os.sep in value:
+            if not os.path.exists(value):
+                raise ValueError(f"--{name.replace('_', '-')}: no such file or folder {value}")
+            value = os.path.abspath(value)
+        for key in ("dex_retarget", "dex_twin"):
+            overrides.setdefault(key, {}).setdefault(name, value)
 
 
 def parse_params_files(items: list[str]) -> dict[str, str]:
@@ -104,6 +124,7 @@ def run_profile(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     overrides = parse_overrides(args.param or [])
     params_files = parse_params_files(args.params_file or [])
+    robot_overrides(args, overrides)
     if getattr(args, "peer", None):  # before any ROS participant exists (this process and its children)
         env = two_host_environment(args.peer, args.fastdds_profile)
         os.environ.update(env)
@@ -225,6 +246,12 @@ def build_parser(handlers: dict[str, Any] | None = None) -> argparse.ArgumentPar
                             "on both hosts; see the hand_bringup README, 'Two hosts')")
         s.add_argument("--fastdds-profile", metavar="FILE",
                        help="with --peer: Fast DDS XML profile instead of hand_bringup's fastdds_two_host.xml")
+        if "dex_retarget" in PROFILES.get(profile, ()):
+            s.add_argument("--robot", help="robot hand: a dex-retargeting name (ability_hand_right, ...) or the path "
+                                           "to its dex-retargeting .yml (both dex nodes; empty = dex_hand)")
+            s.add_argument("--robot-urdf", help="the robot's URDF, replacing the .yml's urdf_path")
+            s.add_argument("--robot-dir", help="folder of the robot URDFs for a relative urdf_path "
+                                               "(default $HAND_ROBOTS_DIR, else ../shared/robots)")
         s.set_defaults(func=run_profile, profile=profile, handler=handlers.get(profile))
     s = sub.add_parser("param", help="set a parameter on a running node (= ros2 param set)")
     s.add_argument("node"), s.add_argument("name"), s.add_argument("value")

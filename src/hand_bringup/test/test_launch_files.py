@@ -46,6 +46,8 @@ SIGNATURES = {
     "IncludeLaunchDescription": ({"launch_description_source", "launch_arguments", "condition"},
                                  {"launch_description_source"}),
     "PythonLaunchDescriptionSource": ({"launch_file_path"}, {"launch_file_path"}),
+    # launch 3.4: OpaqueFunction(*, function, args=None, kwargs=None, **left_over_kwargs: condition)
+    "OpaqueFunction": ({"function", "args", "kwargs", "condition"}, {"function"}),
 }
 POSITIONAL = {  # positional parameter names, in order
     "DeclareLaunchArgument": ["name"], "SetEnvironmentVariable": ["name", "value"], "LaunchDescription": ["initial_entities"],
@@ -54,6 +56,7 @@ POSITIONAL = {  # positional parameter names, in order
     "PythonExpression": ["expression"], "FindPackageShare": ["package"], "ParameterValue": ["value"],
     "Node": [], "LifecycleNode": [],
     "IncludeLaunchDescription": ["launch_description_source"], "PythonLaunchDescriptionSource": ["launch_file_path"],
+    "OpaqueFunction": [],
 }
 OUR_PACKAGES = {"hand_bringup", "hand_tracking", "hand_joint_mapper", "hand_twin_mujoco", "hand_servo_driver",
                 "hand_description", "hand_gazebo", "hand_retarget", "arm_teleop"}
@@ -82,7 +85,8 @@ def _fake_modules() -> dict[str, types.ModuleType]:
 
     layout = {
         "launch": ["LaunchDescription"],
-        "launch.actions": ["DeclareLaunchArgument", "IncludeLaunchDescription", "SetEnvironmentVariable"],
+        "launch.actions": ["DeclareLaunchArgument", "IncludeLaunchDescription", "OpaqueFunction",
+                           "SetEnvironmentVariable"],
         "launch.launch_description_sources": ["PythonLaunchDescriptionSource"],
         "launch.conditions": ["IfCondition", "UnlessCondition"],
         "launch.substitutions": ["LaunchConfiguration", "PathJoinSubstitution", "PythonExpression"],
@@ -215,6 +219,74 @@ def test_rviz_launch_loads_the_hand_urdf_and_config():
     (rviz,) = [e for e in entities if e.kind == "Node" and e.kw["executable"] == "rviz2"]
     config = _resolve(rviz.kw["arguments"][1], {})
     assert os.path.isfile(config)
+
+
+def test_dex_launch_runs_any_hand_from_its_urdf_and_config(tmp_path):
+    """dex.launch.py robot:=<a dex-retargeting .yml kept anywhere> robot_urdf:=<its URDF> rviz:=true:
+    both dex nodes get the two files, robot_state_publisher that URDF (meshes as absolute file://
+    URIs) on the twin's /dex_twin/joint_states, rviz2 fixed on its root link. The hand is Ability,
+    used as if external: its .yml copied elsewhere with a urdf_path that does not resolve."""
+    import xml.etree.ElementTree as ET
+
+    from hand_retarget.robot import config_path, default_robot_dir
+
+    urdf = str(default_robot_dir() / "ability_hand" / "ability_hand_right.urdf")
+    assert os.path.isfile(urdf), urdf
+    cfg = yaml.safe_load(config_path("ability_hand_right").read_text())
+    cfg["retargeting"]["urdf_path"] = "nowhere/ability_hand_right.urdf"
+    yml = tmp_path / "my_ability_dexpilot.yml"
+    yml.write_text(yaml.safe_dump(cfg))
+    entities = load_launch("dex.launch.py")
+    args = {e.kw["name"]: e.kw.get("default_value") for e in entities if e.kind == "DeclareLaunchArgument"}
+    assert {"robot", "robot_urdf", "robot_dir", "rviz"} <= set(args) and args["rviz"] == "false"
+    for e in entities:
+        if e.kind == "LifecycleNode" and e.kw["executable"] in ("retarget_node", "dex_twin_node"):
+            over = e.kw["parameters"][1]
+            assert {k: over[k].kw["value"].kw["variable_name"] for k in ("robot", "robot_urdf", "robot_dir")} == \
+                {"robot": "robot", "robot_urdf": "robot_urdf", "robot_dir": "robot_dir"}
+    (opaque,) = [e for e in entities if e.kind == "OpaqueFunction"]
+    context = types.SimpleNamespace(launch_configurations={"robot": str(yml), "robot_urdf": urdf, "robot_dir": "",
+                                                           "rviz": "true", "use_sim_time": "false"})
+    rsp, rviz = opaque.kw["function"](context)
+    assert (rsp.kw["package"], rsp.kw["executable"]) == ("robot_state_publisher", "robot_state_publisher")
+    assert rsp.kw["remappings"] == [("joint_states", "/dex_twin/joint_states")]
+    description = rsp.kw["parameters"][0]["robot_description"]
+    assert description.kind == "ParameterValue" and description.kw["value_type"] is str
+    tree = ET.fromstring(description.kw["value"])
+    meshes = [m.get("filename") for m in tree.iter("mesh")]
+    assert meshes and all(m.startswith("file:///") and os.path.isfile(m[len("file://"):]) for m in meshes)
+    joints = {j.get("name") for j in tree.findall("joint")}
+    assert {"thumb_q1", "index_q1", "index_q2"} <= joints, sorted(joints)
+    assert rviz.kw["arguments"][-2:] == ["--fixed-frame", "base_link"] and os.path.isfile(rviz.kw["arguments"][1])
+    # without rviz, and with the default dex_hand
+    context.launch_configurations.update(robot="", robot_urdf="", rviz="false")
+    (rsp,) = opaque.kw["function"](context)
+    assert "index_pip" in rsp.kw["parameters"][0]["robot_description"].kw["value"]
+
+
+def test_runner_dex_takes_the_robot_files_for_both_nodes(tmp_path):
+    """The runner equivalent of robot:= / robot_urdf:= / robot_dir:=: both dex nodes get them
+    (paths absolute), a -p of the same parameter wins, a missing file is refused, other profiles
+    have no such options."""
+    from hand_bringup import runner
+
+    yml, urdf = tmp_path / "my_hand_dexpilot.yml", tmp_path / "my_hand.urdf"
+    yml.write_text("retargeting: {}\n")
+    urdf.write_text("<robot/>\n")
+    args = runner.build_parser().parse_args(["dex", "--robot", str(yml), "--robot-urdf", str(urdf),
+                                             "-p", "dex_twin.robot_urdf=/other.urdf"])
+    overrides = runner.parse_overrides(args.param)
+    runner.robot_overrides(args, overrides)
+    assert overrides["dex_retarget"] == {"robot": str(yml), "robot_urdf": str(urdf)}
+    assert overrides["dex_twin"] == {"robot": str(yml), "robot_urdf": "/other.urdf"}
+    by_name = runner.build_parser().parse_args(["dex", "--robot", "ability_hand_right"])
+    over: dict = {}
+    runner.robot_overrides(by_name, over)
+    assert over["dex_twin"] == {"robot": "ability_hand_right"}
+    with pytest.raises(ValueError, match="--robot-urdf: no such file"):
+        runner.robot_overrides(runner.build_parser().parse_args(["dex", "--robot-urdf", str(tmp_path / "x.urdf")]), {})
+    with pytest.raises(SystemExit):
+        runner.build_parser().parse_args(["sim", "--robot", "leap_hand_right"])
 
 
 @pytest.fixture(scope="module")

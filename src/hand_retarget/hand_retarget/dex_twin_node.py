@@ -93,7 +93,8 @@ class DexTwinNode(SafeLifecycleNode):
             if self._param("robot"):
                 from .robot import load_robot
 
-                robot = load_robot(self._param("robot"), "dexpilot", self._param("robot_dir") or None)
+                robot = load_robot(self._param("robot"), "dexpilot", self._param("robot_dir") or None,
+                                   self._param("robot_urdf") or None)
                 sim = DexSim.for_urdf(robot.urdf_path, robot.joint_names)
                 for note in sim.warnings:
                     log.warning(note)

@@ -32,6 +32,8 @@ RETARGET_PARAMS: tuple[Param, ...] = (
           "dex-retargeting .yml; link and joint names come from that file and its URDF"),
     Param("robot_dir", "", "folder that holds the robot's URDF (the config's urdf_path is relative to it); "
           "empty = $HAND_ROBOTS_DIR, else ../shared/robots"),
+    Param("robot_urdf", "", "URDF of the robot hand, replacing the dex-retargeting configuration's urdf_path "
+          "(a hand kept anywhere: robot = its .yml, robot_urdf = its .urdf); empty = the configuration's"),
     Param("urdf_path", "", "URDF of the dexterous hand; empty = hand_description's urdf/dex_hand.urdf (dex_hand only)"),
     Param("description_path", "", "its description YAML; empty = hand_description's config/dex_hand.yaml"),
     Param("hand", "best", "which tracked hand drives the robot: best (highest handedness score), left or right "
@@ -83,6 +85,8 @@ TWIN_PARAMS: tuple[Param, ...] = (
     Param("robot", "", "robot hand: empty = hand_description's dex_hand (model_path); a dex-retargeting robot name "
           "(leap_hand_right, ...) or .yml path: its URDF is compiled into a twin (position actuator per joint)"),
     Param("robot_dir", "", "folder that holds the robot's URDF; empty = $HAND_ROBOTS_DIR, else ../shared/robots"),
+    Param("robot_urdf", "", "URDF of the robot hand, replacing the configuration's urdf_path; empty = the "
+          "configuration's"),
     Param("model_path", "", "MJCF scene; empty = hand_description's mjcf/dex_scene.xml"),
     Param("description_path", "", "dexterous hand description YAML (joint names); empty = hand_description's"),
     Param("command_timeout", 0.15, "s without a joint command before the hand goes to the open pose (4.5 frames "

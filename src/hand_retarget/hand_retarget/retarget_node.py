@@ -111,7 +111,8 @@ class RetargetNode(SafeLifecycleNode):
             if self._param("robot"):
                 from .robot import load_robot
 
-                desc = load_robot(self._param("robot"), cfg.retarget.method, self._param("robot_dir") or None)
+                desc = load_robot(self._param("robot"), cfg.retarget.method, self._param("robot_dir") or None,
+                                  self._param("robot_urdf") or None)
                 urdf = desc.urdf_path
                 for note in desc.warnings:
                     log.warning(note)

@@ -398,24 +398,76 @@ def _repair_and_check_urdf(urdf: pathlib.Path) -> tuple[dict[str, tuple[str, flo
     return mimic, notes
 
 
-def load_robot(robot: str, method: str = "dexpilot", robot_dir: str | os.PathLike | None = None) -> RobotHand:
-    """A :class:`RobotHand` from a robot name or configuration path (see the module docstring).
+def robot_urdf_path(robot: str, method: str = "dexpilot", robot_dir: str | os.PathLike | None = None,
+                    urdf: str | os.PathLike | None = None) -> pathlib.Path:
+    """The URDF a robot is built from: ``urdf`` when given (it replaces the configuration's
+    ``urdf_path``), else the configuration's ``urdf_path`` (relative: under ``robot_dir``, default
+    :func:`default_robot_dir`). RobotError when the file does not exist."""
+    cfg_file = config_path(robot, method)
+    if urdf:
+        path = pathlib.Path(urdf)
+        if not path.is_file():
+            raise RobotError(f"robot URDF {path} does not exist")
+        return path
+    rel = read_config(cfg_file).get("urdf_path")
+    if not rel:
+        raise RobotError(f"{cfg_file}: no 'urdf_path' (give the URDF with robot_urdf)")
+    path = pathlib.Path(rel)
+    if not path.is_absolute():
+        base = pathlib.Path(robot_dir) if robot_dir else default_robot_dir()
+        path = base / rel
+    if not path.is_file():
+        raise RobotError(f"URDF {path} (urdf_path '{rel}' of {cfg_file}) does not exist; set robot_dir "
+                         "(or HAND_ROBOTS_DIR) to the folder holding it, or give the URDF with robot_urdf")
+    return path
+
+
+def state_publisher_description(robot: str = "", robot_dir: str | os.PathLike | None = None,
+                                urdf: str | os.PathLike | None = None, method: str = "dexpilot") -> tuple[str, str]:
+    """(URDF text, root link) for robot_state_publisher and RViz: the URDF the retarget node and the
+    twin drive (``robot``: a dex-retargeting name or .yml, empty = hand_description's dex_hand;
+    ``urdf`` replaces the configuration's urdf_path, as :func:`load_robot`), with every relative
+    mesh filename made an absolute ``file://`` URI (RViz resolves meshes by URI, not relative to the
+    URDF's folder). RobotError when a file is missing or the URDF is not XML."""
+    import xml.etree.ElementTree as ET
+
+    if robot:
+        path = robot_urdf_path(robot, method, robot_dir, urdf)
+    else:
+        from hand_description import paths
+
+        path = pathlib.Path(urdf) if urdf else paths.dex_urdf_path()
+        if not path.is_file():
+            raise RobotError(f"robot URDF {path} does not exist")
+    try:
+        tree = ET.parse(path)
+    except ET.ParseError as exc:
+        raise RobotError(f"URDF {path} is not valid XML: {exc}") from exc
+    root = tree.getroot()
+    for mesh in root.iter("mesh"):
+        name = mesh.get("filename", "")
+        if name and "://" not in name:
+            full = pathlib.Path(name) if os.path.isabs(name) else (path.parent / name)
+            mesh.set("filename", full.resolve().as_uri())
+    children = {c.get("link") for j in root.findall("joint") for c in j.findall("child")}
+    roots = [lk.get("name") for lk in root.findall("link") if lk.get("name") not in children]
+    if len(roots) != 1:
+        raise RobotError(f"URDF {path}: expected one root link, found {roots}")
+    return ET.tostring(root, encoding="unicode"), roots[0]
+
+
+def load_robot(robot: str, method: str = "dexpilot", robot_dir: str | os.PathLike | None = None,
+               urdf_path: str | os.PathLike | None = None) -> RobotHand:
+    """A :class:`RobotHand` from a robot name or configuration path (see the module docstring);
+    ``urdf_path``: the robot's URDF, replacing the configuration's ``urdf_path`` (a hand kept
+    anywhere: its dex-retargeting YAML and its URDF given as two files).
 
     RobotError names the missing file, link or joint and the file it was expected in."""
     import pinocchio as pin
 
     cfg_file = config_path(robot, method)
     cfg = read_config(cfg_file)
-    rel = cfg.get("urdf_path")
-    if not rel:
-        raise RobotError(f"{cfg_file}: no 'urdf_path'")
-    urdf = pathlib.Path(rel)
-    if not urdf.is_absolute():
-        base = pathlib.Path(robot_dir) if robot_dir else default_robot_dir()
-        urdf = base / rel
-    if not urdf.is_file():
-        raise RobotError(f"URDF {urdf} (urdf_path '{rel}' of {cfg_file}) does not exist; set robot_dir "
-                         "(or HAND_ROBOTS_DIR) to the folder holding it")
+    urdf = robot_urdf_path(robot, method, robot_dir, urdf_path)
     kind = str(cfg.get("type", "")).lower()
     if kind == "dexpilot":
         wrist = cfg.get("wrist_link_name")

@@ -61,6 +61,15 @@ def test_errors_name_the_missing_link_and_the_file(tmp_path):
         load_robot("my_hand_right")
     with pytest.raises(RobotError, match=rf"URDF {re.escape(str(tmp_path))}.*does not exist; set robot_dir"):
         load_robot("leap_hand_right", robot_dir=tmp_path)
+    # a config kept anywhere, its URDF given beside it (robot_urdf): the config's urdf_path is replaced
+    elsewhere = tmp_path / "leap_dexpilot.yml"
+    elsewhere.write_text("retargeting:\n  type: DexPilot\n  urdf_path: nowhere/leap.urdf\n  wrist_link_name: base\n"
+                         "  finger_tip_link_names: [thumb_tip_head, index_tip_head, middle_tip_head, ring_tip_head]\n")
+    with pytest.raises(RobotError, match="does not exist; set robot_dir .* or give the URDF with robot_urdf"):
+        load_robot(str(elsewhere))
+    assert load_robot(str(elsewhere), urdf_path=urdf).urdf_path == str(urdf)
+    with pytest.raises(RobotError, match=rf"robot URDF {re.escape(str(tmp_path))}/none.urdf does not exist"):
+        load_robot(str(elsewhere), urdf_path=tmp_path / "none.urdf")
     bad_joint = tmp_path / "joints.yml"
     bad_joint.write_text(f"retargeting:\n  type: vector\n  urdf_path: {urdf}\n  target_joint_names: ['0', thumb_cmc_abd]\n"
                          "  target_origin_link_names: [base, base]\n  target_task_link_names: [thumb_tip_head, index_tip_head]\n"
