@@ -27,6 +27,7 @@ and nothing is output (status ``lost``) until a hand returns, so no stale pose i
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -36,7 +37,6 @@ from hand_common.filters import OneEuroFilter, OneEuroParams
 from hand_tracking.geometry import (
     BONES,
     LANDMARK_MODES,
-    LANDMARK_NAMES,
     Windows,
     check_skeleton,
     finger_curls,
@@ -74,55 +74,101 @@ DEFAULT_JOINT_CURLED = (2.40, 2.61, 2.39,
 HAND_PREFERENCES = ("any", "right", "left")
 STATUSES = ("tracked", "held", "lost")
 #: Keys of :attr:`TrackerCore.rejections` (why the gate refused a frame).
-REJECT_REASONS = ("degenerate", "outside_image", "palm_width", "finger_length", "bone_jump", "low_score")
+REJECT_REASONS = ("degenerate", "outside_image", "finger_length", "joint_angle", "motion", "low_score")
+#: Keys of :attr:`TrackerCore.holds` (why a pose was held): no (preferred) hand in the frame, or
+#: the gate's reason.
+HOLD_CAUSES = ("no_hand", *REJECT_REASONS)
+#: Landmarks whose centroid the image shape is taken relative to (wrist and the four MCPs).
+_PALM = (0, 5, 9, 13, 17)
+
+
+def hand_image_size(image: np.ndarray, width: int, height: int) -> float:
+    """The hand's own size in the picture, px: the larger of the palm's width |index MCP - pinky
+    MCP| and length |wrist - middle MCP| in the image plane (x scaled by ``width``, y by
+    ``height``). Whatever the view, a palm seen edge-on keeps one of the two (>= ~0.6 of its
+    length), so digits measured in this unit keep a bounded length. image: (21, 3) normalised."""
+    px = np.asarray(image, dtype=float)[:, :2] * (float(width), float(height))
+    return float(max(np.linalg.norm(px[5] - px[17]), np.linalg.norm(px[0] - px[9])))
+
+
+def hand_shape(image: np.ndarray, width: int, height: int) -> np.ndarray:
+    """(21, 2) image landmarks in px relative to the palm centroid (wrist + MCPs), in hand image
+    sizes (:func:`hand_image_size`): the hand's shape in the picture, free of where the hand is
+    and how large it appears (the gate's temporal check compares these)."""
+    px = np.asarray(image, dtype=float)[:, :2] * (float(width), float(height))
+    size = hand_image_size(image, width, height)
+    with np.errstate(all="ignore"):
+        return (px - px[list(_PALM)].mean(axis=0)) / size
 
 
 @dataclass(frozen=True)
 class QualityGate:
-    """Thresholds of the frame-quality gate (see module docstring); validated (ValueError).
+    """Thresholds of the frame-quality gate; validated (ValueError). Every size is judged in the
+    IMAGE, relative to the hand's own image size ``S`` (:func:`hand_image_size`, px): MediaPipe's
+    world head is not metric on close-ups and backs of hands (a palm of 0.5-2.6 cm measured on
+    real recordings), so its scale is never judged — a clear hand is never refused for its size
+    or its view.
 
     max_outside_fraction: largest fraction of the 21 image landmarks allowed outside the image
-    (x or y outside [0, 1]). palm_width_m: allowed |index MCP - pinky MCP| of the skeleton, m.
-    finger_length_palms: allowed length of each digit (finger: MCP to tip; thumb: MCP to tip)
-    in palm widths (upper bound 3.0, not 2.2: the world head narrows the palm in a side view; the
-    two-hand clip's mirrored side view measured 2.38 in one run and 2.64 in another, MediaPipe's
-    output varies slightly between processes). max_bone_jump: largest change of any bone of the world skeleton against the
-    last accepted frame, in palm widths (the shared video's largest frame-to-frame change is
-    0.23 at complexity 0, 0.20 at 1). min_score: lowest handedness-classifier
-    confidence ``max(score, 1 - score)`` (label-agnostic: a hand relabelled by the two-hand identity
-    layer keeps its classifier's certainty; the shared video's lowest is 0.62 at complexity 0).
-    enabled=False turns the gate off (only degenerate skeletons are refused).
+    (x or y outside [0, 1]). max_finger_length: largest image path length of a digit (thumb:
+    CMC to tip; finger: MCP to tip), in ``S`` (the shared video measures 0.25-1.30; a digit
+    pointing at a close camera is magnified by perspective, hence 2.5). min_joint_angle: smallest
+    plausible interior angle of the skeleton's 15 joints, rad (a bone folded back onto its
+    neighbour; the shared video's smallest is 0.86 rad, a PIP in the fist).
+    Temporal consistency: the hand's shape in the picture (:func:`hand_shape`) must lie within
+    ``motion_tolerance + motion_rate * dt`` hand sizes of its PREDICTION from the last two accepted
+    frames (``dt`` s of capture time since the last accepted frame; damped constant velocity,
+    ``motion_gain`` of the last velocity, extrapolated over at most 0.1 s). On the shared video
+    (real one-frame finger flicks) the largest miss of the prediction is 0.92 S at 30 fps and 1.22
+    / 1.24 S with every 2nd / 3rd frame dropped (tolerance 1.27 / 1.53 / 1.80 S). The tolerance
+    grows with the time since the last accepted frame, and a frame consistent with the previous
+    frame that was refused for motion is accepted, so a real fast motion re-anchors the
+    prediction at once instead of being refused against a stale reference.
+    min_score: lowest handedness-classifier confidence ``max(score, 1 - score)`` (label-agnostic:
+    a hand relabelled by the two-hand identity layer keeps its classifier's certainty; the shared
+    video's lowest is 0.62 at complexity 0). enabled=False turns the gate off (only degenerate
+    skeletons are refused).
     """
 
     enabled: bool = True
     max_outside_fraction: float = 0.25
-    palm_width_m: tuple[float, float] = (0.02, 0.20)
-    finger_length_palms: tuple[float, float] = (0.25, 3.0)
-    max_bone_jump: float = 0.5
+    max_finger_length: float = 2.5
+    min_joint_angle: float = 0.35
+    motion_tolerance: float = 1.0
+    motion_rate: float = 8.0
+    motion_gain: float = 0.5
     min_score: float = 0.55
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.max_outside_fraction <= 1.0:
             raise ValueError(f"max_outside_fraction must be in [0, 1], got {self.max_outside_fraction}")
-        for name in ("palm_width_m", "finger_length_palms"):
-            lo, hi = getattr(self, name)
-            if not 0.0 < lo < hi:
-                raise ValueError(f"{name} must be 0 < low < high, got ({lo}, {hi})")
-        if not self.max_bone_jump > 0.0:
-            raise ValueError(f"max_bone_jump must be > 0, got {self.max_bone_jump}")
+        if not self.max_finger_length > 0.0:
+            raise ValueError(f"max_finger_length must be > 0, got {self.max_finger_length}")
+        if not 0.0 <= self.min_joint_angle < np.pi:
+            raise ValueError(f"min_joint_angle must be in [0, pi), got {self.min_joint_angle}")
+        if not self.motion_tolerance > 0.0:
+            raise ValueError(f"motion_tolerance must be > 0, got {self.motion_tolerance}")
+        if not self.motion_rate >= 0.0:
+            raise ValueError(f"motion_rate must be >= 0, got {self.motion_rate}")
+        if not 0.0 <= self.motion_gain <= 1.0:
+            raise ValueError(f"motion_gain must be in [0, 1], got {self.motion_gain}")
         if not 0.0 <= self.min_score <= 1.0:
             raise ValueError(f"min_score must be in [0, 1], got {self.min_score}")
 
-    def check(self, hand: HandObservation, pts: np.ndarray, last_bones: np.ndarray | None,
+    def tolerance(self, dt: float) -> float:
+        """Allowed miss of the motion prediction ``dt`` s after the reference frame, hand sizes."""
+        return self.motion_tolerance + self.motion_rate * max(float(dt), 0.0)
+
+    def check(self, hand: HandObservation, pts: np.ndarray, width: int = 1, height: int = 1,
+              motion: MotionReference | None = None, t: float = 0.0, *,
               metric: bool = True) -> tuple[str, str, float]:
         """(reason key or '', explanation, quality in [0, 1]) of one frame.
 
-        hand: the observation; pts: (21, 3) skeleton the angles come from; metric: pts is in
-        metres (world and fused modes); otherwise (image mode, pixels) the palm and finger checks
-        use ``hand.world`` when it is a plausible skeleton, else the finger-length ratios run on the
-        pixels and the palm width is not checked;
-        last_bones: (20,) world bone lengths (m) of the last accepted frame, or None. Quality is
-        the classifier confidence times the fraction of image landmarks inside the image.
+        hand: the observation; pts: (21, 3) skeleton the angles come from (any unit); width,
+        height: image size, px; motion: the temporal reference (None: no check); t: the frame's
+        capture time, s; metric: pts is the fused/world skeleton (a degenerate one then names the
+        broken head). Quality is the classifier confidence times the fraction of image landmarks
+        inside the image.
         """
         problem = check_skeleton(pts)
         if problem and pts is not hand.world and metric:  # fused: name the head that is broken
@@ -138,37 +184,90 @@ class QualityGate:
         if outside > self.max_outside_fraction:
             return ("outside_image", f"{int(round(outside * 21))} of 21 landmarks outside the image "
                     f"(> {self.max_outside_fraction:.0%})", quality)
-        # size checks on the world head (MediaPipe's metric estimate; the shared video's fingers
-        # measure 0.66-1.91 palm widths there) when usable, else on the skeleton itself
-        skel = hand.world if check_skeleton(hand.world) is None else pts
-        in_metres = metric or skel is hand.world
-        palm = float(np.linalg.norm(skel[5] - skel[17]))
-        lo, hi = self.palm_width_m
-        if in_metres and not lo <= palm <= hi:
-            return "palm_width", f"palm width {palm * 100:.1f} cm outside {lo * 100:.0f}-{hi * 100:.0f} cm", quality
-        bones = np.linalg.norm(skel[BONES[:, 1]] - skel[BONES[:, 0]], axis=1)
-        digits = bones.reshape(5, 4)[:, 1:].sum(axis=1)
-        digits[0] -= bones[1]  # the thumb from its MCP (its CMC-MCP bone is a metacarpal)
-        ratio = digits / palm
-        flo, fhi = self.finger_length_palms
-        bad = np.flatnonzero((ratio < flo) | (ratio > fhi))
-        if bad.size:
-            d = int(bad[0])
-            return ("finger_length", f"{FINGER_NAMES[d]} length {ratio[d]:.2f} palm widths outside "
-                    f"{flo}-{fhi}", quality)
-        wb = np.linalg.norm(hand.world[BONES[:, 1]] - hand.world[BONES[:, 0]], axis=1)
-        if last_bones is not None and np.isfinite(wb).all():
-            ref = max(float(np.linalg.norm(skel[5] - skel[17])), 1e-6)
-            rel = np.abs(wb - last_bones) / ref
-            k = int(np.argmax(rel))
-            if rel[k] > self.max_bone_jump:
-                bone = f"{LANDMARK_NAMES[BONES[k, 0]]}-{LANDMARK_NAMES[BONES[k, 1]]}"
-                return ("bone_jump", f"bone {bone} changed by {rel[k]:.2f} palm widths in one frame "
-                        f"(> {self.max_bone_jump})", quality)
+        size = hand_image_size(img, width, height)
+        if not size > 0.0:
+            return "degenerate", "the hand has no size in the image", 0.0
+        px = img[:, :2] * (float(width), float(height))
+        bones = np.linalg.norm(px[BONES[:, 1]] - px[BONES[:, 0]], axis=1).reshape(5, 4)
+        digits = bones[:, 1:].sum(axis=1) / size
+        k = int(np.argmax(digits))
+        if digits[k] > self.max_finger_length:
+            return ("finger_length", f"{FINGER_NAMES[k]} {digits[k]:.2f} hand sizes long in the image "
+                    f"(> {self.max_finger_length})", quality)
+        ang = joint_angles(pts)
+        k = int(np.argmin(ang))
+        if ang[k] < self.min_joint_angle:
+            return ("joint_angle", f"{JOINT_NAMES[k]} bent to {ang[k]:.2f} rad "
+                    f"(< {self.min_joint_angle} rad: a bone folded back)", quality)
+        if motion is not None:
+            miss, dt = motion.miss(hand_shape(img, width, height), t, self.motion_gain)
+            tol = self.tolerance(dt)
+            if miss > tol:
+                return ("motion", f"the hand's shape moved {miss:.2f} hand sizes from its predicted "
+                        f"motion in {dt * 1000:.0f} ms (> {tol:.2f})", quality)
         conf = max(hand.score, 1.0 - hand.score)
         if conf < self.min_score:
             return "low_score", f"handedness confidence {conf:.2f} < {self.min_score:.2f}", quality
         return "", "", quality
+
+
+#: The motion prediction extrapolates the last velocity over at most this long, s.
+MAX_EXTRAPOLATION_S = 0.1
+
+
+@dataclass
+class MotionReference:
+    """The gate's temporal reference: the hand's image shape (:func:`hand_shape`, (21, 2)) at the
+    last two accepted frames, and at the last frame refused for motion (capture times, s)."""
+
+    shapes: list[tuple[float, np.ndarray]] = field(default_factory=list)
+    refused: tuple[float, np.ndarray] | None = None
+
+    #: the last :meth:`miss` measured against the frame refused for motion (a re-anchoring)
+    via_refused: bool = False
+
+    def accept(self, t: float, shape: np.ndarray) -> None:
+        """An accepted frame becomes the newest reference (after a re-anchoring the refused frame
+        becomes the older one, so the velocity is the new motion's)."""
+        older = self.refused if self.via_refused and self.refused is not None else (
+            self.shapes[-1] if self.shapes else None)
+        self.shapes = [*([older] if older is not None else []), (t, shape)]
+        self.refused = None
+        self.via_refused = False
+
+    def refuse(self, t: float, shape: np.ndarray) -> None:
+        """A frame refused for motion: the next frame may agree with it (a real fast motion)."""
+        self.refused = (t, shape)
+
+    def predict(self, t: float, gain: float) -> tuple[np.ndarray, float]:
+        """(predicted (21, 2) shape at ``t``, s since the last accepted frame)."""
+        t1, q1 = self.shapes[-1]
+        dt = t - t1
+        if len(self.shapes) < 2 or gain == 0.0:
+            return q1, dt
+        t0, q0 = self.shapes[0]
+        if not t1 > t0:
+            return q1, dt
+        horizon = min(max(dt, 0.0), MAX_EXTRAPOLATION_S)
+        return q1 + gain * (q1 - q0) * (horizon / (t1 - t0)), dt
+
+    def miss(self, shape: np.ndarray, t: float, gain: float) -> tuple[float, float]:
+        """(largest landmark distance from the prediction, hand sizes; s since the reference).
+
+        A frame that agrees with the previous frame refused for motion (the new pose is real and
+        steady) is measured against that one instead."""
+        self.via_refused = False
+        if not self.shapes:
+            return 0.0, 0.0
+        pred, dt = self.predict(t, gain)
+        miss = float(np.max(np.linalg.norm(shape - pred, axis=1)))
+        if self.refused is not None:
+            tr, qr = self.refused
+            alt = float(np.max(np.linalg.norm(shape - qr, axis=1)))
+            if alt < miss:
+                self.via_refused = True
+                return alt, t - tr
+        return miss, dt
 
 
 def default_finger_windows() -> Windows:
@@ -191,6 +290,13 @@ class TrackerConfig:
     filter_enabled: bool = True
     filter: OneEuroParams = field(default_factory=lambda: OneEuroParams(1.5, 2.0, 1.0))
     max_missed_frames: int = 10
+    #: Largest change of a digit's raw curl between two neighbouring accepted frames for the later
+    #: one to count as consistent (its pose may then be held): ``max(hold_max_step rad,
+    #: hold_max_speed rad/s x their capture-time gap)``. The shared video's per-frame change is
+    #: <= 0.10 rad on 90 % of frames at 30 fps (0.33 with every 3rd frame: 10 fps); a one-frame
+    #: misreading of ring 0.50 in an open hand is ~0.7 rad.
+    hold_max_step: float = 0.3
+    hold_max_speed: float = 9.0
 
     def __post_init__(self) -> None:
         if self.finger_windows.names != FINGER_NAMES:
@@ -203,6 +309,14 @@ class TrackerConfig:
             raise ValueError(f"hand_preference must be one of {HAND_PREFERENCES}, got {self.hand_preference!r}")
         if self.max_missed_frames < 0:
             raise ValueError(f"max_missed_frames must be >= 0, got {self.max_missed_frames}")
+        if not self.hold_max_step > 0.0:
+            raise ValueError(f"hold_max_step must be > 0, got {self.hold_max_step}")
+        if not self.hold_max_speed >= 0.0:
+            raise ValueError(f"hold_max_speed must be >= 0, got {self.hold_max_speed}")
+
+    def hold_step(self, dt: float) -> float:
+        """Largest curl change (rad) between accepted frames ``dt`` s apart that is consistent."""
+        return max(self.hold_max_step, self.hold_max_speed * max(float(dt), 0.0))
 
     def with_changes(self, **changes) -> TrackerConfig:
         return replace(self, **changes)
@@ -219,6 +333,10 @@ class TrackOutput:
     all None when lost. missed: consecutive misses so far. reason: why this frame was a miss.
     rejected: the gate's reason key (:data:`REJECT_REASONS`) when a hand was seen but refused,
     else ''. quality: the frame's quality figure in [0, 1] (0 without a hand).
+    hold_cause: when held, why (:data:`HOLD_CAUSES`), else ''. confirmed: an accepted frame whose
+    raw curls agree with a neighbouring accepted frame (``hold_max_step``): only such poses are
+    held; a frame that disagrees with its predecessor is published but becomes holdable only
+    when the next accepted frame agrees with it.
     """
 
     status: str
@@ -231,6 +349,8 @@ class TrackOutput:
     reason: str = ""
     rejected: str = ""
     quality: float = 0.0
+    hold_cause: str = ""
+    confirmed: bool = False
 
     @property
     def accepted(self) -> bool:
@@ -250,10 +370,19 @@ class TrackerCore:
         self._config = config or TrackerConfig()
         self._filter = OneEuroFilter(self._config.filter)
         self._angles: np.ndarray | None = None
-        self._bones: np.ndarray | None = None
+        self._motion = MotionReference()
+        self._last_curls: tuple[float, np.ndarray] | None = None  # (t, raw curls) of the last accepted frame
+        # (filtered angles, raw angles, filter state, t) of the last confirmed frame
+        self._confirmed: tuple[np.ndarray, np.ndarray, OneEuroFilter, float] | None = None
+        self._confirmed_pending = False  # the last accepted frame is not (yet) confirmed
         self.missed = 0
         #: Frames refused by the gate, per reason (:data:`REJECT_REASONS`), since construction.
         self.rejections: dict[str, int] = dict.fromkeys(REJECT_REASONS, 0)
+        #: Held frames per cause (:data:`HOLD_CAUSES`), since construction.
+        self.holds: dict[str, int] = dict.fromkeys(HOLD_CAUSES, 0)
+        #: Holds that fell back to an older, confirmed pose because the last accepted frame
+        #: disagreed with its predecessor (a possible one-frame misreading), since construction.
+        self.holds_skipped_unconfirmed = 0
 
     @property
     def config(self) -> TrackerConfig:
@@ -269,10 +398,13 @@ class TrackerCore:
             self.reset()  # angles from the other landmark set are not comparable
 
     def reset(self) -> None:
-        """Forget the pose and the filter state."""
+        """Forget the pose, the filter state and the gate's temporal reference."""
         self._filter.reset()
         self._angles = None
-        self._bones = None
+        self._motion = MotionReference()
+        self._last_curls = None
+        self._confirmed = None
+        self._confirmed_pending = False
         self.missed = 0
 
     def select(self, hands: list[HandObservation]) -> HandObservation | None:
@@ -293,17 +425,20 @@ class TrackerCore:
             return image_points(hand.image, max(width, 1), max(height, 1))
         return fused_points(hand.image, hand.world, max(width, 1), max(height, 1))
 
-    def measure(self, hands: list[HandObservation], width: int = 1, height: int = 1
+    def measure(self, hands: list[HandObservation], width: int = 1, height: int = 1, t: float | None = None
                 ) -> tuple[HandObservation | None, np.ndarray | None, str, str, float]:
         """(hand, raw 15 angles or None, reason, gate reason key, quality): one frame, unfiltered.
 
-        Does not count rejections nor move the bone-jump reference (see :meth:`update`)."""
+        ``t``: the frame's capture time (s) for the gate's temporal check (None: not checked).
+        Does not count rejections nor move the temporal reference (see :meth:`update`)."""
         hand = self.select(hands)
         if hand is None:
             pref = self._config.hand_preference
             return None, None, "no hand" if not hands or pref == "any" else f"no {pref} hand", "", 0.0
-        pts = self.points(hand, width, height)
-        key, why, quality = self._config.gate.check(hand, pts, self._bones,
+        w, h = max(width, 1), max(height, 1)
+        pts = self.points(hand, w, h)
+        motion = self._motion if t is not None else None
+        key, why, quality = self._config.gate.check(hand, pts, w, h, motion, t or 0.0,
                                                     metric=self._config.landmark_mode != "image")
         if key:
             what = "implausible skeleton" if key == "degenerate" else f"rejected ({key})"
@@ -314,30 +449,61 @@ class TrackerCore:
         """Process one frame's hands at time ``t`` (s, the capture stamp); ``width``/``height``: image
         size (px). Deterministic: the same frames at the same ``t`` give the same floats."""
         cfg = self._config
-        hand, raw, reason, key, quality = self.measure(hands, width, height)
+        w, h = max(width, 1), max(height, 1)
+        hand, raw, reason, key, quality = self.measure(hands, w, h, t)
         if key:
             self.rejections[key] += 1
+            if key == "motion":
+                self._motion.refuse(t, hand_shape(hand.image, w, h))
         if raw is not None:
-            self._bones = np.linalg.norm(hand.world[BONES[:, 1]] - hand.world[BONES[:, 0]], axis=1)
-            if not np.isfinite(self._bones).all():
-                self._bones = None
+            self._motion.accept(t, hand_shape(hand.image, w, h))
+            curls = finger_curls(raw)
+            prev = self._last_curls
+            near_prev = prev is not None and float(np.max(np.abs(curls - prev[1]))) <= cfg.hold_step(t - prev[0])
+            near_confirmed = (self._confirmed is not None and float(np.max(np.abs(
+                curls - finger_curls(self._confirmed[1])))) <= cfg.hold_step(t - self._confirmed[3]))
+            self._last_curls = (t, curls)
             self.missed = 0
             self._angles = self._filter(raw, t) if cfg.filter_enabled else raw
-            status = "tracked"
+            # consistent with a neighbour (the previous accepted frame, or the last confirmed one
+            # when a misreading came between), or the first frame of a track
+            confirmed = near_prev or near_confirmed or prev is None
+            if confirmed:
+                self._confirmed = (self._angles.copy(), raw.copy(), copy.deepcopy(self._filter), t)
+            self._confirmed_pending = not confirmed
+            angles = self._angles
+            status, cause = "tracked", ""
         else:
             self.missed += 1
+            cause = key or "no_hand"
             if self._angles is not None and self.missed <= cfg.max_missed_frames:
                 status = "held"
+                self.holds[cause] += 1
+                if self._confirmed_pending:
+                    # the last reading disagreed with its predecessor and nothing confirmed it:
+                    # hold the last confirmed pose, and filter on from there
+                    self.holds_skipped_unconfirmed += 1
+                    self._confirmed_pending = False
+                    if self._confirmed is not None:
+                        angles_c, raw_c, filt, t_c = self._confirmed
+                        self._angles = angles_c.copy()
+                        self._filter = copy.deepcopy(filt)
+                        self._last_curls = (t_c, finger_curls(raw_c))
+                angles = self._angles
             else:
                 if self._angles is not None:
                     self._filter.reset()
                     self._angles = None
-                self._bones = None  # a new hand is judged on its own, not against the old one
+                # a new hand is judged on its own, not against the old one
+                self._motion = MotionReference()
+                self._last_curls = None
+                self._confirmed = None
+                self._confirmed_pending = False
                 return TrackOutput("lost", hand, None, None, None, None, self.missed, reason, key, quality)
-        angles = self._angles
+            confirmed = False
         return TrackOutput(
             status, hand, raw, angles.copy(),
             cfg.finger_windows.flexions(finger_curls(angles)),
             cfg.joint_windows.flexions(angles),
-            self.missed, reason, key, quality,
+            self.missed, reason, key, quality, cause if status == "held" else "", confirmed,
         )

@@ -180,6 +180,11 @@ class TrackerReport:
     rejections: dict[str, int]  # frames refused by the quality gate per reason since configure
     calibration: str
     two_hands: bool = False
+    #: held frames per cause (:data:`hand_tracking.tracker_core.HOLD_CAUSES`) since configure
+    holds: dict[str, int] = field(default_factory=dict)
+    #: holds that fell back to the last confirmed pose (the last reading disagreed with its
+    #: neighbour and was not held)
+    holds_skipped_unconfirmed: int = 0
     identity_swaps: int = 0
     label_disagreements: int = 0
     sides: tuple[str, ...] = ()
@@ -229,6 +234,9 @@ def build_status(r: TrackerReport) -> Status:
         "dropped_frames": str(r.dropped_frames),
         "tracking": run.tracking or "none",
         **{f"rejected_{k}": str(n) for k, n in r.rejections.items()},
+        **{f"held_{k}": str(n) for k, n in r.holds.items()},
+        "held_total": str(sum(r.holds.values())),
+        "held_skipped_unconfirmed": str(r.holds_skipped_unconfirmed),
         "calibration": r.calibration,
         "last_error": run.last_error,
     }

@@ -84,7 +84,7 @@ from hand_tracking.sources import (
     open_frame_source,
     parse_source,
 )
-from hand_tracking.tracker_core import REJECT_REASONS, TrackOutput
+from hand_tracking.tracker_core import HOLD_CAUSES, REJECT_REASONS, TrackOutput
 from hand_tracking.tracker_diagnostics import RunState, TrackerReport, build_status
 from hand_tracking.tracker_messages import capture_time, flexion_messages, landmark_arrays
 from hand_tracking.tracker_params import (
@@ -595,17 +595,28 @@ class TrackerNode(SafeLifecycleNode):
             cores = list(core.cores.values()) if isinstance(core, TwoHandCore) else [core] if core else []
             return {k: sum(c.rejections[k] for c in cores) for k in REJECT_REASONS}
 
+    def _holds(self) -> tuple[dict[str, int], int]:
+        """(held frames per cause, holds that skipped an unconfirmed reading) since configure
+        (both sides summed)."""
+        with self._lock:
+            core = self._core
+            cores = list(core.cores.values()) if isinstance(core, TwoHandCore) else [core] if core else []
+            return ({k: sum(c.holds[k] for c in cores) for k in HOLD_CAUSES},
+                    sum(c.holds_skipped_unconfirmed for c in cores))
+
     def _publish_diagnostics(self, now: float) -> None:
         period = max(now - self._last_diag, 1e-3)
         self._last_diag = now
         core = self._core
         two = isinstance(core, TwoHandCore)
+        holds, skipped = self._holds()
         report = TrackerReport(
             node_name=self.get_name(), state=self.lifecycle_state,
             source=str(self._spec) if self._spec else str(self._param("source")),
             period_s=period, run=self._run.snapshot(now),
             dropped_frames=self._prefetch.dropped if self._prefetch is not None else 0,
             rejections=self._rejections(), calibration=self._calibration.state, two_hands=two,
+            holds=holds, holds_skipped_unconfirmed=skipped,
             identity_swaps=core.identity.swaps if two else 0,
             followed_hand="" if two else core.followed_label, hand_switches=0 if two else core.switches,
             label_disagreements=core.identity.disagreements if two else 0,

@@ -92,12 +92,21 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("landmark_mode", "fused", "Skeleton the angles come from: fused (MediaPipe's image head "
               "for in-plane coordinates fitted onto the world head, depth from both), world (world head "
               "only) or image (image landmarks in pixels).", live=True),
-    ParamSpec("gate_enabled", True, "Frame-quality gate: refuse (hold the last pose) frames with "
-              "landmarks outside the image, implausible sizes, bone-length jumps or a low score.", live=True),
+    ParamSpec("gate_enabled", True, "Frame-quality gate: refuse (hold the last consistent pose) frames "
+              "with landmarks outside the image, digits too long for the hand's image size, a joint "
+              "folded back, a shape the recent motion does not predict, or a low score. Sizes are judged "
+              "in the image, never on the world head's scale.", live=True),
     ParamSpec("gate_max_outside_fraction", 0.25, "Gate: largest fraction of the 21 image landmarks "
               "outside the image.", range=(0.0, 1.0), live=True),
-    ParamSpec("gate_max_bone_jump", 0.5, "Gate: largest one-frame change of a bone, palm widths.",
-              range=(0.01, 10.0), live=True),
+    ParamSpec("gate_max_finger_length", 2.5, "Gate: longest image path length of a digit, in hand image "
+              "sizes (the larger of the palm's width and length in px).", range=(0.1, 100.0), live=True),
+    ParamSpec("gate_min_joint_angle", 0.35, "Gate: smallest interior joint angle of the skeleton, rad "
+              "(below: a bone folded back).", range=(0.0, 3.0), live=True),
+    ParamSpec("gate_motion_tolerance", 1.0, "Gate: largest distance of an image landmark (relative to the "
+              "palm) from the shape predicted by the recent motion, hand image sizes, at zero elapsed time.",
+              range=(0.01, 100.0), live=True),
+    ParamSpec("gate_motion_rate", 8.0, "Gate: growth of the motion tolerance with the capture time since "
+              "the last accepted frame, hand image sizes per s.", range=(0.0, 1000.0), live=True),
     ParamSpec("gate_min_score", 0.55, "Gate: lowest handedness-classifier confidence max(s, 1-s).",
               range=(0.0, 1.0), live=True),
     ParamSpec("hand_preference", "any", "Which hand drives the flexions: any (most confident), "
@@ -125,6 +134,11 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("max_missed_frames", 10, "Frames without a (plausible) hand during which the last pose "
               "is held and republished; then the filter resets and flexions stop.", range=(0, 100000),
               live=True),
+    ParamSpec("hold_max_step", 0.3, "A held pose comes only from an accepted frame whose digit curls "
+              "differ from a neighbouring accepted frame's by at most max(hold_max_step, hold_max_speed x "
+              "their time gap), rad: a one-frame misreading is published but never held.",
+              range=(0.01, 3.2), live=True),
+    ParamSpec("hold_max_speed", 9.0, "See hold_max_step, rad/s.", range=(0.0, 1000.0), live=True),
     ParamSpec("frame_timeout", 1.0, "Watchdog: no frame for this long (s) while active → diagnostics "
               "ERROR (nothing is published without frames). A gap this long between the capture stamps "
               "of two frames resets the filter and drops the held pose (decided on the stamps, so a "
@@ -180,13 +194,18 @@ def config_from(v: dict[str, Any]) -> TrackerConfig:
         landmark_mode=str(v["landmark_mode"]),
         gate=QualityGate(enabled=bool(v["gate_enabled"]),
                          max_outside_fraction=float(v["gate_max_outside_fraction"]),
-                         max_bone_jump=float(v["gate_max_bone_jump"]),
+                         max_finger_length=float(v["gate_max_finger_length"]),
+                         min_joint_angle=float(v["gate_min_joint_angle"]),
+                         motion_tolerance=float(v["gate_motion_tolerance"]),
+                         motion_rate=float(v["gate_motion_rate"]),
                          min_score=float(v["gate_min_score"])),
         hand_preference=str(v["hand_preference"]),
         filter_enabled=bool(v["filter_enabled"]),
         filter=OneEuroParams(float(v["filter_min_cutoff"]), float(v["filter_beta"]),
                              float(v["filter_d_cutoff"])),
         max_missed_frames=int(v["max_missed_frames"]),
+        hold_max_step=float(v["hold_max_step"]),
+        hold_max_speed=float(v["hold_max_speed"]),
     )
 
 

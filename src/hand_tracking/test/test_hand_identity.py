@@ -151,9 +151,14 @@ def test_missed_hand_holds_then_drops_and_comes_back_on_its_side_without_disturb
     assert not any(o.publishable for o in left[50:60])
     assert left[60].status == "tracked" and outs[60].identity.hands["left"] is not None
     assert truth(outs[60].identity.hands["left"]) == "left"  # the free side, whatever its label said
-    # the right hand is tracked in every frame, and its flexions follow its own pose only
-    assert all(o.status == "tracked" for o in right)
+    # the right hand is tracked in every frame, and its flexions follow its own pose only; it
+    # switches fist <-> open within one 33 ms frame (1.5 hand sizes: faster than a hand moves),
+    # which the gate's motion check refuses once (held), the next frame re-anchoring it
     for i, o in enumerate(right):
+        if i % 7 == 0 and i and o.status == "held":
+            assert o.rejected == "motion" and right[i + 1].status == "tracked", i
+            continue
+        assert o.status == "tracked", i
         closed = (i // 7) % 2 == 0
         assert (o.finger_flexions.min() > 0.9) if closed else (o.finger_flexions.max() < 0.1), i
     assert core.identity.swaps == 0

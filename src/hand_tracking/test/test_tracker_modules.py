@@ -81,7 +81,8 @@ def test_run_state_watchdog_and_status():
     assert not run.check_watchdog(101.4, timeout=1.0)  # trips once
     report = TrackerReport(node_name="hand_tracker", state="active", source="video:x", period_s=2.0,
                            run=run.snapshot(101.4), dropped_frames=3, rejections={"outside": 2},
-                           calibration="parameters")
+                           calibration="parameters", holds={"no_hand": 4, "motion": 1},
+                           holds_skipped_unconfirmed=1)
     s = build_status(report)
     assert s.level == ERROR and s.message == "no frame for 1.2 s (frame_timeout)"
     assert s.name == "hand_tracker: tracking" and s.hardware_id == "video:x"
@@ -90,6 +91,9 @@ def test_run_state_watchdog_and_status():
     assert (v["frame_rate_hz"], v["detection_rate"], v["dropped_frames"], v["rejected_outside"]) == \
         ("1.00", "0.500", "3", "2")
     assert v["inference_ms"] == "30.000" and v["tracking"] == "lost"
+    # every hold and its cause, by name
+    assert (v["held_no_hand"], v["held_motion"], v["held_total"], v["held_skipped_unconfirmed"]) == \
+        ("4", "1", "5", "1")
     assert run.frame_done(101.5, "held", "no_hand", None, ms)  # frames are back: clears the watchdog
     again = build_status(TrackerReport("hand_tracker", "active", "video:x", 1.0, run.snapshot(101.6), 0, {},
                                        "parameters"))

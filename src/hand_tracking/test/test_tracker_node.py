@@ -293,7 +293,10 @@ def test_topic_replay_calibration_and_watchdog(probe, tmp_path, video_path):
 
         # the calibrated windows read the video's open hand (frame 135) and fist (frame 270)
         n0 = len(tf)
-        player.start([135, 270])
+        # in blocks of 3 frames: open <-> fist in one 33 ms frame is the fastest change the gate's
+        # motion check lets through (1.22 of its 1.27 hand sizes); alternating every frame, a
+        # fist and an open hand 60 times a second, is no hand's motion and would be refused
+        player.start([135] * 3 + [270] * 3)
         try:
             wait_until(lambda: len(tf) >= n0 + 20, 10, "flexions from replayed landmarks")
             # frames are back: the watchdog clears
