@@ -26,7 +26,7 @@ TRACKER_CALIBRATION = "calibration"      # parameters / open captured / calibrat
 TRACKER_SOURCE = "source"                # the source spec string, e.g. video:/path/clip.mp4
 #: Gate refusals per reason (hand_tracking.tracker_core.REJECT_REASONS).
 TRACKER_REJECTED: tuple[str, ...] = tuple(f"rejected_{r}" for r in (
-    "degenerate", "outside_image", "palm_width", "finger_length", "bone_jump", "low_score"))
+    "degenerate", "outside_image", "finger_length", "joint_angle", "motion", "low_score"))
 
 TWIN_WATCHDOG = "watchdog"               # ok / stale / ...
 TWIN_RTF = "real_time_factor_total"

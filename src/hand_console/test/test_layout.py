@@ -16,7 +16,7 @@ from hand_console.state import GateView, HandInfo
 
 def _hand(accepted: bool) -> HandInfo:
     pts = np.stack([np.linspace(0.2, 0.8, 21), np.full(21, 0.5)], axis=1)
-    return HandInfo("right", 0.97, accepted, 0.9, "" if accepted else "bone_jump", pts)
+    return HandInfo("right", 0.97, accepted, 0.9, "" if accepted else "motion", pts)
 
 
 def test_landmarks_are_drawn_at_their_pixels_in_the_gate_colour():

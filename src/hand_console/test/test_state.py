@@ -105,8 +105,8 @@ def _hand(accepted, rejection="", handedness="right", score=0.9, quality=0.8):
 def test_gate_view_tracked_held_lost_with_reasons():
     assert gate_view([_hand(True)]).state == "tracked"
     assert gate_view([_hand(True)]).text() == "tracked: right hand (score 0.90, quality 0.80)"
-    held = gate_view([_hand(False, "bone_jump")], "held")
-    assert (held.state, held.reason) == ("held", "refused: bone_jump")
+    held = gate_view([_hand(False, "motion")], "held")
+    assert (held.state, held.reason) == ("held", "refused: motion")
     lost = gate_view([], "lost")
     assert lost.state == "lost" and lost.text() == "lost: no hand in the frame"
     # a refused frame while the tracker already reports lost (after max_missed_frames)
