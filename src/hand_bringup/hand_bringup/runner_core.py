@@ -207,6 +207,7 @@ class Runner:
         if self.cfg.record:
             self._start_recording()
         self.monitor.subscribe(self.probe.node)
+        self.monitor.watch_lifecycle(self.probe.node, [s.name for s in self.specs])
 
     def _start_recording(self) -> None:
         """Open the bag; topics are added as the nodes' publishers appear (the main ones now)."""
@@ -243,6 +244,7 @@ class Runner:
                 if time.monotonic() > end:
                     raise RuntimeError(f"{exc}; see {self.log_dir}") from None
         self._check_overrides()
+        self.monitor.expect_transitions(names, ("configure", "activate"))
         try:
             client.bring_up(names, before_activate=self._wait_for_publishers)
         except LifecycleError as exc:
@@ -300,6 +302,7 @@ class Runner:
 
         if self.probe is None:
             return []
+        self.monitor.stopping = True
         client = LifecycleClient(self.probe.node, timeout=10.0)
         alive = [s.name for s in shutdown_order(self.specs) if self.procs.get(s.key) and self.procs[s.key].alive()]
         return client.bring_down(alive, final="shutdown")

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 import time
-from collections import deque
+from collections import Counter, deque
 
 from hand_common import contract
 from hand_common.stats import percentiles_ms, rate_hz
@@ -64,6 +65,12 @@ class RunMonitor:
         self.flexion_msgs = 0
         #: /diagnostics is recorded: the recorder's reader feeds :meth:`read_diagnostics`
         self.diagnostics_from_bag = False
+        #: lifecycle transitions of the run's nodes the runner did not request (another process's
+        #: change_state: "servo_driver: 'deactivate' (active -> deactivating) ..."), in order
+        self.foreign_transitions: list[str] = []
+        self._expected_transitions: Counter[tuple[str, str]] = Counter()
+        #: the runner is taking its nodes down: their transitions are its own
+        self.stopping = False
 
     def subscribe(self, node) -> None:
         """Create the measurement subscriptions on ``node`` (the runner's probe node)."""
@@ -79,6 +86,42 @@ class RunMonitor:
             node.create_subscription(JointState, topic, self._on_latest_flexions, contract.qos(LATENCY_QOS))
         node.create_subscription(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, self._on_diagnostics,
                                  contract.qos(MONITOR_QOS))
+
+    def watch_lifecycle(self, node, names: list[str]) -> None:
+        """Subscribe to each node's ``/<name>/transition_event`` (rcl_lifecycle publishes one per
+        state change) to notice transitions the runner did not request."""
+        from lifecycle_msgs.msg import TransitionEvent
+
+        for name in names:
+            node.create_subscription(TransitionEvent, f"/{name}/transition_event",
+                                     lambda msg, n=name: self.on_transition(n, msg), 10)
+
+    #: a requested transition -> the transition state its event goes to (rcl_lifecycle's events
+    #: carry the transition's id, not its label; the goal state's label is always there)
+    TRANSITION_STATES = {"configure": "configuring", "activate": "activating", "deactivate": "deactivating",
+                         "cleanup": "cleaningup", "shutdown": "shuttingdown"}
+
+    def expect_transitions(self, names: list[str], labels: tuple[str, ...]) -> None:
+        """The runner is about to request ``labels`` of each node in ``names`` (before it calls)."""
+        for name in names:
+            for label in labels:
+                self._expected_transitions[(name, self.TRANSITION_STATES[label])] += 1
+
+    def on_transition(self, name: str, msg) -> str | None:
+        """A transition event of ``name``: one the runner did not request (and not while it stops
+        the run) is reported at once on stderr and kept in :attr:`foreign_transitions`. Only the
+        event leaving a primary state counts (the one of the request itself)."""
+        if msg.start_state.id > 4 or self.stopping:  # a transition state (configuring, ...) or the run's end
+            return None
+        key = (name, msg.goal_state.label)
+        if self._expected_transitions[key] > 0:
+            self._expected_transitions[key] -= 1
+            return None
+        text = (f"{name}: lifecycle change {msg.start_state.label} -> {msg.goal_state.label} not requested by the "
+                "runner: another process changed its state (the node's log names the clients)")
+        self.foreign_transitions.append(text)
+        print(f"[runner] warning: {text}", file=sys.stderr, flush=True)
+        return text
 
     def _on_landmarks(self, msg) -> None:
         self.landmark_msgs += 1

@@ -87,3 +87,29 @@ def test_runner_sizes_the_history(tmp_path):
     assert not unpaced.monitor.stamps_are_capture_times
     with pytest.raises(ValueError, match="history"):
         RunMonitor(history=10)
+
+
+def _event(label: str, start: tuple[int, str], goal: tuple[int, str]):
+    from types import SimpleNamespace as NS
+
+    return NS(transition=NS(label=label), start_state=NS(id=start[0], label=start[1]),
+              goal_state=NS(id=goal[0], label=goal[1]))
+
+
+def test_a_transition_the_runner_did_not_request_is_reported(capsys):
+    """Issue 27: a foreign `deactivate` of the servo driver succeeded and the runner did not notice."""
+    m = RunMonitor()
+    m.expect_transitions(["servo_driver", "hand_tracker"], ("configure", "activate"))
+    for name in ("servo_driver", "hand_tracker"):  # the runner's own bring-up: expected, silent
+        assert m.on_transition(name, _event("", (1, "unconfigured"), (10, "configuring"))) is None
+        assert m.on_transition(name, _event("transition_success", (10, "configuring"), (2, "inactive"))) is None
+        assert m.on_transition(name, _event("", (2, "inactive"), (13, "activating"))) is None
+    text = m.on_transition("servo_driver", _event("", (3, "active"), (14, "deactivating")))
+    assert text.startswith("servo_driver: lifecycle change active -> deactivating not requested by the runner")
+    assert m.on_transition("servo_driver", _event("transition_success", (14, "deactivating"), (2, "inactive"))) is None
+    # a second configure the runner did not ask for is foreign too (its expectation was used)
+    assert m.on_transition("hand_tracker", _event("", (1, "unconfigured"), (10, "configuring")))
+    assert len(m.foreign_transitions) == 2 and "[runner] warning: servo_driver" in capsys.readouterr().err
+    m.stopping = True  # the runner's own bring-down
+    assert m.on_transition("servo_driver", _event("", (2, "inactive"), (12, "shuttingdown"))) is None
+    assert len(m.foreign_transitions) == 2
