@@ -164,6 +164,7 @@ def run_profile(args: argparse.Namespace) -> int:
         print(f"[runner] {args.profile}: {', '.join(s.name for s in runner.specs)} active; Ctrl-C to stop", flush=True)
         runner.supervise()
     except KeyboardInterrupt:
+        runner.monitor.stopping = True  # nodes that got the signal too shut down on their own: not foreign
         print("\n[runner] stopping (actuators to safe pose first)", flush=True)
     except DuplicateNodesError as exc:
         print(f"[runner] error: {exc}", file=sys.stderr)
@@ -175,6 +176,10 @@ def run_profile(args: argparse.Namespace) -> int:
         runner.stop()
     if runner.recording:
         print("[runner] recording:\n" + runner.recording_summary(), flush=True)
+    if runner.monitor.foreign_transitions:
+        print(f"[runner] warning: {len(runner.monitor.foreign_transitions)} lifecycle change(s) of the run's nodes "
+              "came from another process:\n  " + "\n  ".join(runner.monitor.foreign_transitions),
+              file=sys.stderr, flush=True)
     if runner.recording_problems:
         print("[runner] error: the bag lost messages:\n  " + "\n  ".join(runner.recording_problems),
               file=sys.stderr, flush=True)
