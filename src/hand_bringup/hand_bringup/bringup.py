@@ -98,6 +98,9 @@ def profile_params(profile: str, key: str) -> dict[str, object]:
 
 #: Name of the lifecycle manager node that the launch files start.
 LIFECYCLE_MANAGER_NODE = "hand_lifecycle_manager"
+#: Name of the lifecycle manager that brings up the console (``console:=true``) on its own: a
+#: console that cannot serve (busy port) never holds the profile's nodes back.
+CONSOLE_MANAGER_NODE = "hand_console_manager"
 
 
 def profile_nodes(profile: str) -> list[NodeSpec]:

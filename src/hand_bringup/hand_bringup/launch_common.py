@@ -9,6 +9,11 @@ Launch arguments shared by every profile:
   use_sim_time   passed to every node
   headless       twin without the interactive viewer (offscreen rendering only)
   discovery_range  ROS_AUTOMATIC_DISCOVERY_RANGE of the nodes (default LOCALHOST)
+  console        true: also the operator console (hand_console, a local web page showing this
+                 profile's robot), brought up by its own lifecycle manager so that a busy port
+                 never holds the robot's nodes back; ``console_port`` (8080), ``console_host``
+                 (127.0.0.1; another address needs ``console_allow_remote:=true``, and the node
+                 prints a warning: anyone who reaches the page can recalibrate and move the robot)
 Profile-specific: ``robot``, ``robot_urdf``, ``robot_dir`` and ``rviz`` (dex: robot_state_publisher
 with that URDF on the twin's joint states), ``port`` and ``sim_board`` (hardware, robot), ``rviz`` (rviz), ``control_mode``,
 ``real_hardware``, ``allow_motion``, ``port`` and ``sim_bus`` (arm), ``peer`` and
@@ -27,7 +32,9 @@ from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 from hand_bringup.bringup import (
+    CONSOLE_MANAGER_NODE,
     LIFECYCLE_MANAGER_NODE,
+    NODES,
     TWO_HOST_FASTDDS_PROFILE,
     NodeSpec,
     profile_nodes,
@@ -89,6 +96,44 @@ def _node(spec: NodeSpec, profile: str = "") -> LifecycleNode:
     )
 
 
+def console_extras(profile: str) -> tuple[list, list]:
+    """``console`` (default false), ``console_port``, ``console_host``, ``console_allow_remote`` and,
+    when ``console:=true``, the console lifecycle node (showing ``profile``'s robot) with its own
+    lifecycle manager (autostart)."""
+    spec = NODES["console"]
+    on = IfCondition(LaunchConfiguration("console"))
+    arguments = [
+        DeclareLaunchArgument("console", default_value="false", choices=["true", "false"],
+                              description="Also serve the operator console (a local web page) at "
+                                          "http://<console_host>:<console_port>"),
+        DeclareLaunchArgument("console_port", default_value="8080", description="The console's TCP port"),
+        DeclareLaunchArgument("console_host", default_value="127.0.0.1",
+                              description="Address the console binds; another than 127.0.0.1 needs "
+                                          "console_allow_remote:=true (anyone who reaches the page can "
+                                          "recalibrate the tracker and move the robot)"),
+        DeclareLaunchArgument("console_allow_remote", default_value="false", choices=["true", "false"],
+                              description="Allow a non-loopback console_host (a warning is printed)"),
+        DeclareLaunchArgument(f"{spec.key}_params",
+                              default_value=PathJoinSubstitution([FindPackageShare(spec.package), spec.params_file]),
+                              description=f"Parameter file of /{spec.name}"),
+    ]
+    node = LifecycleNode(
+        package=spec.package, executable=spec.executable, name=spec.name, namespace="",
+        parameters=[LaunchConfiguration(f"{spec.key}_params"),
+                    {"profile": profile,
+                     "port": ParameterValue(LaunchConfiguration("console_port"), value_type=int),
+                     "host": ParameterValue(LaunchConfiguration("console_host"), value_type=str),
+                     "allow_remote": ParameterValue(LaunchConfiguration("console_allow_remote"), value_type=bool),
+                     "use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)}],
+        output="screen", emulate_tty=True, condition=on)
+    manager = Node(
+        package="hand_bringup", executable="lifecycle_manager", name=CONSOLE_MANAGER_NODE,
+        parameters=[{"node_names": [spec.name], "autostart": True,
+                     "use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)}],
+        output="screen", condition=on)
+    return arguments, [node, manager]
+
+
 def profile_launch(profile: str, extra_arguments=(), extra_actions=(), environment=()) -> LaunchDescription:
     """Launch description for a bringup profile: its lifecycle nodes with their YAML files, and a
     lifecycle manager that configures and activates them in order (autostart). ``environment``:
@@ -102,10 +147,11 @@ def profile_launch(profile: str, extra_arguments=(), extra_actions=(), environme
                      "use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)}],
         output="screen",
     )
+    console_arguments, console_actions = console_extras(profile)
     return LaunchDescription(
-        discovery_range() + list(environment) + _arguments(specs) + list(extra_arguments)
+        discovery_range() + list(environment) + _arguments(specs) + list(extra_arguments) + console_arguments
         + [_node(s, profile) for s in specs]
-        + list(extra_actions) + [manager]
+        + list(extra_actions) + [manager] + console_actions
     )
 
 
@@ -255,4 +301,4 @@ def dex_state_publisher(context, *args, **kwargs) -> list:
     return actions
 
 
-__all__ = ["profile_launch", "arm_extras", "dex_robot_extras", "hardware_extras", "rviz_extras", "two_host_extras"]
+__all__ = ["profile_launch", "console_extras", "arm_extras", "dex_robot_extras", "hardware_extras", "rviz_extras", "two_host_extras"]

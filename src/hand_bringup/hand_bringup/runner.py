@@ -14,6 +14,7 @@ This module is the command line; the run itself is :class:`hand_bringup.runner_c
 
   python -m hand_bringup.cli demo --video ../shared/media/human_hand_video.mp4 --out out
   python -m hand_bringup.runner sim --source camera:0
+  python -m hand_bringup.runner sim --source camera:0 --console    # + the operator console, http://127.0.0.1:8080
   python -m hand_bringup.runner param hand_tracker index_curled_angle 1.7   # = ros2 param set
   python -m hand_bringup.runner calibrate open                              # tracker calibration
   python -m hand_bringup.runner sim --source bag:out/demo_bag -p tracker.index_curled_angle=1.4 --out out/replay
@@ -107,6 +108,31 @@ def two_host_environment(peers: list[str], fastdds_profile: str | None = None) -
             "FASTRTPS_DEFAULT_PROFILES_FILE": os.path.abspath(profile)}
 
 
+def console_overrides(args: argparse.Namespace, overrides: dict[str, dict[str, Any]]) -> str | None:
+    """With ``--console``: the console node's host/port/allow_remote into ``overrides["console"]``
+    and the page's address (``http://127.0.0.1:8080``); None without it. A host other than the
+    loopback address needs ``--allow-remote`` (ValueError otherwise) and prints a warning: anyone who
+    reaches the page can recalibrate the tracker and move the robot."""
+    if not getattr(args, "console", False):
+        for flag, value in (("--console-port", args.console_port), ("--console-host", args.console_host)):
+            if value is not None:
+                raise ValueError(f"{flag} needs --console")
+        if args.allow_remote:
+            raise ValueError("--allow-remote needs --console")
+        return None
+    from hand_console.page import DEFAULT_PORT, LOCALHOST, check_host, url
+
+    host = check_host(args.console_host or LOCALHOST, bool(args.allow_remote))
+    port = int(args.console_port if args.console_port is not None else DEFAULT_PORT)
+    if not 1 <= port <= 65535:
+        raise ValueError(f"--console-port {port} is not a TCP port (1-65535)")
+    mine = overrides.setdefault("console", {})
+    mine.setdefault("host", host)
+    mine.setdefault("port", port)
+    mine.setdefault("allow_remote", bool(args.allow_remote))
+    return url(str(mine["host"]), int(mine["port"]))
+
+
 # --- CLI --------------------------------------------------------------------------------------------
 def _video_frame_count(path: str) -> int:
     import cv2
@@ -151,9 +177,10 @@ def run_profile(args: argparse.Namespace) -> int:
         from hand_common.bag import topic_counts
 
         frames = topic_counts(target).get(contract.TOPIC_LANDMARKS, ("", 0))[1] or None
+    console_url = console_overrides(args, overrides)
     cfg = RunConfig(profile=args.profile, out_dir=out, overrides=overrides, params_files=params_files,
                     record=not args.no_record, sim_board=not args.no_sim_board, video_frames=None,
-                    idle_stop_s=30.0 if frames else None, duration_s=args.duration)
+                    idle_stop_s=30.0 if frames else None, duration_s=args.duration, console=console_url is not None)
     cfg.video_frames = frames  # progress display; the run ends when the tracker reports its source finished
     runner = Runner(cfg)
     code = 0
@@ -162,6 +189,8 @@ def run_profile(args: argparse.Namespace) -> int:
         runner.connect()
         runner.bring_up()
         print(f"[runner] {args.profile}: {', '.join(s.name for s in runner.specs)} active; Ctrl-C to stop", flush=True)
+        if console_url:
+            print(f"[runner] operator console: {console_url}", flush=True)
         runner.supervise()
     except KeyboardInterrupt:
         runner.monitor.stopping = True  # nodes that got the signal too shut down on their own: not foreign
@@ -257,6 +286,15 @@ def build_parser(handlers: dict[str, Any] | None = None) -> argparse.ArgumentPar
             s.add_argument("--robot-urdf", help="the robot's URDF, replacing the .yml's urdf_path")
             s.add_argument("--robot-dir", help="folder of the robot URDFs for a relative urdf_path "
                                                "(default $HAND_ROBOTS_DIR, else ../shared/robots)")
+        s.add_argument("--console", action="store_true",
+                       help="also serve the operator console, a local web page (camera with landmarks, "
+                            "flexions, the robot, figures, calibration); prints its address")
+        s.add_argument("--console-port", type=int, metavar="PORT", help="the console's TCP port (default 8080)")
+        s.add_argument("--console-host", metavar="ADDRESS",
+                       help="address the console binds (default 127.0.0.1); another one needs --allow-remote")
+        s.add_argument("--allow-remote", action="store_true",
+                       help="let --console-host be a non-loopback address (anyone who reaches the page can "
+                            "recalibrate the tracker and move the robot: a warning is printed)")
         s.set_defaults(func=run_profile, profile=profile, handler=handlers.get(profile))
     s = sub.add_parser("param", help="set a parameter on a running node (= ros2 param set)")
     s.add_argument("node"), s.add_argument("name"), s.add_argument("value")

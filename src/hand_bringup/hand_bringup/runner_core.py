@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hand_bringup.bringup import (
+    NODES,
     NodeSpec,
     executable_path,
     profile_nodes,
@@ -74,6 +75,8 @@ class RunConfig:
     video_frames: int | None = None  # stop after this many frames have been processed
     idle_stop_s: float | None = None  # stop when no landmarks arrive for this long (end of a file)
     duration_s: float | None = None
+    console: bool = False  # also run the operator console (hand_console), activated first
+
 
 
 class DuplicateNodesError(RuntimeError):
@@ -99,6 +102,9 @@ class Runner:
         ensure_local_discovery()
         self.cfg = cfg
         self.specs: list[NodeSpec] = profile_nodes(cfg.profile)
+        if cfg.console:  # a viewer: activated before the tracker (a busy port fails before anything moves)
+            self.specs.insert(0, NODES["console"])
+            cfg.overrides.setdefault("console", {}).setdefault("profile", cfg.profile)
         unknown = sorted((set(cfg.overrides) | set(cfg.params_files)) - {s.key for s in self.specs})
         if unknown:
             raise ValueError(f"no node {unknown} in profile '{cfg.profile}'; its nodes are "

@@ -35,12 +35,13 @@ def test_profile_nodes_parameter_files_and_manager(lf, entities):
     args = {e.kw["name"]: e.kw.get("default_value") for e in entities if e.kind == "DeclareLaunchArgument"}
     specs = bringup.profile_nodes("gazebo")
     assert [s.key for s in specs] == ["gz_commander", "tracker"]
-    lifecycle = [e for e in entities if e.kind == "LifecycleNode"]
+    lifecycle = [e for e in entities if e.kind == "LifecycleNode" and not lf.is_console(e)]
     assert [(n.kw["package"], n.kw["executable"], n.kw["name"]) for n in lifecycle] == \
         [(s.package, s.executable, s.name) for s in specs]
     (tracker,) = [n for n in lifecycle if n.kw["name"] == "hand_tracker"]
     assert {"hands": "two"} in tracker.kw["parameters"]
-    (manager,) = [e for e in entities if e.kind == "Node" and e.kw["executable"] == "lifecycle_manager"]
+    (manager,) = [e for e in entities if e.kind == "Node" and e.kw["executable"] == "lifecycle_manager"
+                  and not lf.is_console(e)]
     assert manager.kw["parameters"][0]["node_names"] == ["gz_hand_commander", "hand_tracker"]
     for s in specs:
         path = lf._resolve(args[f"{s.key}_params"], {})

@@ -59,7 +59,7 @@ POSITIONAL = {  # positional parameter names, in order
     "OpaqueFunction": [],
 }
 OUR_PACKAGES = {"hand_bringup", "hand_tracking", "hand_joint_mapper", "hand_twin_mujoco", "hand_servo_driver",
-                "hand_description", "hand_gazebo", "hand_retarget", "arm_teleop"}
+                "hand_description", "hand_gazebo", "hand_retarget", "arm_teleop", "hand_console"}
 EXTERNAL = {("robot_state_publisher", "robot_state_publisher"), ("rviz2", "rviz2"), ("ros_gz_bridge", "parameter_bridge")}
 
 
@@ -143,6 +143,14 @@ def _console_scripts(package: str) -> dict[str, str]:
     return {ep.name: ep.value for ep in eps if ep.group == "console_scripts"}
 
 
+def is_console(entity: Recorded) -> bool:
+    """An entity started only with ``console:=true`` (the console node and its lifecycle manager)."""
+    cond = entity.kw.get("condition")
+    return (isinstance(cond, Recorded) and cond.kind == "IfCondition"
+            and isinstance(cond.kw["predicate_expression"], Recorded)
+            and cond.kw["predicate_expression"].kw.get("variable_name") == "console")
+
+
 LAUNCH_FILES = {"sim.launch.py": "sim", "rviz.launch.py": "rviz", "hardware.launch.py": "hardware",
                 "two_hands.launch.py": "two_hands", "arm.launch.py": "arm", "dex.launch.py": "dex",
                 "gazebo.launch.py": "gazebo", "robot.launch.py": "robot", "robot_twin.launch.py": "robot_twin",
@@ -161,7 +169,7 @@ def test_launch_file_names_real_executables_and_files(launch_file):
     args = {e.kw["name"]: e.kw.get("default_value") for e in entities if e.kind == "DeclareLaunchArgument"}
     defaults = {k: _resolve(v, {}) for k, v in args.items() if v is not None}
     nodes = [e for e in entities if e.kind in ("Node", "LifecycleNode")]
-    lifecycle = [n for n in nodes if n.kind == "LifecycleNode"]
+    lifecycle = [n for n in nodes if n.kind == "LifecycleNode" and not is_console(n)]
     # DDS stays on this machine unless the user asks otherwise (discovery_range:=SUBNET)
     envs = {e.kw["name"]: e for e in entities if e.kind == "SetEnvironmentVariable"}
     env = envs["ROS_AUTOMATIC_DISCOVERY_RANGE"]
@@ -179,7 +187,7 @@ def test_launch_file_names_real_executables_and_files(launch_file):
     assert [(n.kw["package"], n.kw["executable"], n.kw["name"]) for n in lifecycle] == \
         [(s.package, s.executable, s.name) for s in expected]
     # and a lifecycle manager that activates them in the profile's order
-    (manager,) = [n for n in nodes if n.kw["executable"] == "lifecycle_manager"]
+    (manager,) = [n for n in nodes if n.kw["executable"] == "lifecycle_manager" and not is_console(n)]
     assert manager.kw["parameters"][0]["node_names"] == [s.name for s in expected]
     for n in nodes:
         pkg, exe = n.kw["package"], n.kw["executable"]
@@ -197,6 +205,38 @@ def test_launch_file_names_real_executables_and_files(launch_file):
         with open(params) as f:
             doc = yaml.safe_load(f)
         assert list(doc) == [s.name], f"{params} must configure exactly /{s.name}"
+
+
+@pytest.mark.parametrize("launch_file", sorted(LAUNCH_FILES))
+def test_console_true_adds_the_console_showing_the_profile(launch_file):
+    """``console:=true`` (default false) starts hand_console for this profile, on 127.0.0.1:8080 by
+    default, brought up by its own lifecycle manager; nothing else depends on the argument."""
+    from hand_console.robots import robot_views
+
+    profile = LAUNCH_FILES[launch_file]
+    entities = load_launch(launch_file)
+    args = {e.kw["name"]: e for e in entities if e.kind == "DeclareLaunchArgument"}
+    assert args["console"].kw["default_value"] == "false"
+    assert args["console_host"].kw["default_value"] == "127.0.0.1"
+    assert args["console_port"].kw["default_value"] == "8080"
+    assert args["console_allow_remote"].kw["default_value"] == "false"
+    console = [e for e in entities if e.kind in ("Node", "LifecycleNode") and is_console(e)]
+    spec = bringup.NODES["console"]
+    (node,) = [e for e in console if e.kind == "LifecycleNode"]
+    assert (node.kw["package"], node.kw["executable"], node.kw["name"]) == (spec.package, spec.executable, spec.name)
+    file_param, overrides = node.kw["parameters"]
+    assert _resolve(file_param, {k: _resolve(a.kw["default_value"], {}) for k, a in args.items()
+                                 if a.kw.get("default_value") is not None}) == \
+        bringup.share_file(spec.package, spec.params_file)
+    assert overrides["profile"] == profile and robot_views(profile)  # the console knows this profile's robot
+    for name, launch_arg, value_type in (("port", "console_port", int), ("host", "console_host", str),
+                                         ("allow_remote", "console_allow_remote", bool)):
+        pv = overrides[name]
+        assert pv.kw["value"].kw["variable_name"] == launch_arg and pv.kw["value_type"] is value_type
+    (manager,) = [e for e in console if e.kind == "Node"]
+    assert manager.kw["executable"] == "lifecycle_manager" and manager.kw["name"] == bringup.CONSOLE_MANAGER_NODE
+    assert manager.kw["parameters"][0]["node_names"] == [spec.name]
+    assert manager.kw["parameters"][0]["autostart"] is True
 
 
 def test_two_hands_launch_sets_the_profile_parameters():

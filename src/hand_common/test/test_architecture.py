@@ -59,6 +59,7 @@ PIP_ONLY: dict[str, str] = {
     "dex_retargeting": "dex-retargeting", "pinocchio": "pin (comes with dex-retargeting)",
     "scservo_sdk": "ftservo-python-sdk (optional: the real SO-101 bus)",
     "viser": "viser (hand_console's web page)",
+    "selenium": "selenium (hand_console.browser drives chromium in the browser test and for make demo)",
     "trimesh": "trimesh (comes with yourdfpy; hand_retarget.urdf_twin converts glTF meshes with it)",
 }
 

@@ -129,7 +129,7 @@ class ConsoleNode(SafeLifecycleNode):
         self._subs: list = []
         self._render: threading.Thread | None = None
         self._stop = threading.Event()
-        self._clients: dict[tuple[Any, str], Any] = {}
+        self._service_clients: dict[tuple[Any, str], Any] = {}
         self._cb_group = MutuallyExclusiveCallbackGroup()
         self._reset()
 
@@ -304,9 +304,9 @@ class ConsoleNode(SafeLifecycleNode):
     # --- services (called from viser's threads) ------------------------------------------------------
     def _client(self, srv_type, name: str):
         key = (srv_type, name)
-        if key not in self._clients:
-            self._clients[key] = self.create_client(srv_type, name, callback_group=self._cb_group)
-        return self._clients[key]
+        if key not in self._service_clients:
+            self._service_clients[key] = self.create_client(srv_type, name, callback_group=self._cb_group)
+        return self._service_clients[key]
 
     def _call(self, srv_type, name: str, request, timeout: float):
         client = self._client(srv_type, name)
@@ -371,6 +371,9 @@ class ConsoleNode(SafeLifecycleNode):
             ok, reason = self.set_tracker_params({spec.name: float(value)})
         except (TimeoutError, TypeError) as exc:
             ok, reason = False, str(exc)
+        except Exception as exc:  # noqa: BLE001 - shown on the page and logged
+            ok, reason = False, f"{type(exc).__name__}: {exc}"
+            self.get_logger().error(f"set {spec.name}: {reason}")
         if page is None:
             return
         if ok:
@@ -416,6 +419,9 @@ class ConsoleNode(SafeLifecycleNode):
             page.show_calibration(f"✅ calibrated ({res.frames} frames)\n\n" + markdown_table(rows), 1.0)
         except (TimeoutError, TypeError) as exc:
             page.show_calibration(f"❌ {pose}: {exc}", 0.0)
+        except Exception as exc:  # noqa: BLE001 - shown on the page and logged, never a silent button
+            page.show_calibration(f"❌ {pose}: {type(exc).__name__}: {exc}", 0.0)
+            self.get_logger().error(f"calibration {pose}: {type(exc).__name__}: {exc}")
         finally:
             self._calibrating.release()
 

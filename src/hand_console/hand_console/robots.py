@@ -21,13 +21,23 @@ from hand_common import contract
 # topic names of the layer-3 packages, read where they are defined
 _DEX_TWIN_JOINT_STATES = "hand_retarget.topics:TOPIC_TWIN_JOINT_STATES"
 _ARM_TWIN_JOINT_STATES = "arm_teleop.topics:TWIN_JOINT_STATES"
+#: Gazebo's joint states per hand, bridged by ros_gz_bridge (hand_gazebo.world.joint_state_topics)
+_GZ_LEFT_JOINT_STATES = "hand_gazebo.world:joint_state_topics(left)"
+_GZ_RIGHT_JOINT_STATES = "hand_gazebo.world:joint_state_topics(right)"
 
 
 def _topic(ref: str) -> str:
+    """``module:NAME`` → that module's constant; ``module:func(arg)`` → the ROS side of
+    ``func(arg)`` (a (gz, ros) pair's last item, or the string it returns)."""
     import importlib
 
     module, _, name = ref.partition(":")
-    return str(getattr(importlib.import_module(module), name))
+    mod = importlib.import_module(module)
+    if name.endswith(")"):
+        func, _, arg = name[:-1].partition("(")
+        value = getattr(mod, func)(arg)
+        return str(value[-1] if isinstance(value, tuple) else value)
+    return str(getattr(mod, name))
 
 
 def _hand_urdf(side: str) -> Callable[[], pathlib.Path]:
@@ -81,6 +91,13 @@ ROBOT_VIEWS: dict[str, tuple[RobotView, ...]] = {
                   RobotView("right_hand", _hand_urdf("right"), _RIGHT, (0.0, -0.15, 0.0))),
     "dex": (RobotView("dex_hand", _dex_urdf, _DEX_TWIN_JOINT_STATES),),
     "arm": (RobotView("so101", _arm_urdf, _ARM_TWIN_JOINT_STATES),),
+    "gazebo": (RobotView("left_hand", _hand_urdf("left"), _GZ_LEFT_JOINT_STATES, (0.0, 0.15, 0.0)),
+               RobotView("right_hand", _hand_urdf("right"), _GZ_RIGHT_JOINT_STATES, (0.0, -0.15, 0.0))),
+    # two hosts: the robot's computer (servo driver or twin), the operator's laptop (tracker only:
+    # the hand follows the twin's joint states when a robot_twin host runs)
+    "robot": (RobotView("hand", _hand_urdf("right"), contract.TOPIC_JOINT_STATES),),
+    "robot_twin": (RobotView("hand", _hand_urdf("right"), contract.TOPIC_TWIN_JOINT_STATES),),
+    "operator": (RobotView("hand", _hand_urdf("right"), contract.TOPIC_TWIN_JOINT_STATES),),
 }
 
 
