@@ -3,7 +3,7 @@ landmark message, in 5 of 5 runs, and the runner prints published vs recorded co
 run whose bag lacks messages fails loudly, naming the topic and the numbers.
 
 What makes it lossless (each measured on this 2-core machine, 600-frame bursts; the tracker's
-batch rate is now bounded, tracker.batch_max_rate 200 Hz, which long bags need):
+batch rate is now bounded, tracker.batch_max_rate_hz 200 Hz, which long bags need):
 - the recorder subscribes keep-all (contract.RECORD): a keep-last reader drops when the runner
   falls behind;
 - the tracker's data publishers are keep-all when its source is a recording read faster than

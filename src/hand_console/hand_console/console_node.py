@@ -66,7 +66,7 @@ from hand_console.state import (
 
 #: The tracker parameters offered as sliders (regular expressions, in this order): the finger
 #: windows, then the 1€ filter.
-SLIDER_PATTERNS = (r"(thumb|index|middle|ring|pinky)_(straight|curled)_angle", r"filter_min_cutoff",
+SLIDER_PATTERNS = (r"(thumb|index|middle|ring|pinky)_(straight|curled)_angle", r"filter_min_cutoff_hz",
                    r"filter_beta")
 #: The finger-window parameters read before/after a calibration (and set back by undo).
 WINDOW_PATTERN = r"(thumb|index|middle|ring|pinky)_(straight|curled)_angle|joint_(straight|curled)_angles"

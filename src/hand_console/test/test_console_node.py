@@ -49,7 +49,7 @@ def test_preview_only_while_subscribed_and_console_serves_locally(probe, tmp_pat
 
     tracker = NodeProcess.module("hand_tracking.tracker_node", "--ros-args", "--params-file", TRACKER_PARAMS,
                                  "-p", f"source:=video:{video_path}", "-p", "model_complexity:=0", "-p",
-                                 "loop:=true", "-p", "diagnostics_period:=0.5",
+                                 "loop:=true", "-p", "diagnostics_period_s:=0.5",
                                  log_path=str(tmp_path / "tracker.log"))
     port = free_port()
     console = NodeProcess.module("hand_console.console_node", "--ros-args", "-p", f"port:={port}",

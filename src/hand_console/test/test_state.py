@@ -159,7 +159,7 @@ def test_calibration_log_undo_only_after_a_completed_calibration():
 
 def test_slider_specs_pick_the_windows_then_the_filter_in_pattern_order():
     described = [("filter_beta", 0.0, 1000.0, ""), ("index_curled_angle", 0.0, math.pi, ""),
-                 ("index_straight_angle", 0.0, math.pi, ""), ("frame_timeout", 0.05, 60.0, "")]
+                 ("index_straight_angle", 0.0, math.pi, ""), ("frame_timeout_s", 0.05, 60.0, "")]
     specs = slider_specs("hand_tracker", described, [r"index_(straight|curled)_angle", r"filter_beta"])
     assert [s.name for s in specs] == ["index_curled_angle", "index_straight_angle", "filter_beta"]
     assert specs[0].step == 0.01 and specs[2].step == 0.1 and specs[2].hi == 1000.0

@@ -103,7 +103,7 @@ def node_run(video: str, model_complexity: int, expected: int) -> dict:
     except Exception:  # noqa: BLE001 - package not installed: node defaults
         pass
     args += ["-p", f"source:=video:{video}", "-p", "realtime:=false", "-p", "loop:=false",
-             "-p", f"model_complexity:={model_complexity}", "-p", "diagnostics_period:=0.5"]
+             "-p", f"model_complexity:={model_complexity}", "-p", "diagnostics_period_s:=0.5"]
     log = tempfile.NamedTemporaryFile(prefix="bench_tracker_", suffix=".log", delete=False).name
     node = NodeProcess.module("hand_tracking.tracker_node", *args, log_path=log)
     probe = RosProbe("bench_tracker_probe")

@@ -212,7 +212,7 @@ def build_status(r: TrackerReport) -> Status:
         message = r.state
     elif run.watchdog == "timeout":
         level = ERROR
-        message = f"no frame for {run.since_last_frame_s:.1f} s (frame_timeout)"
+        message = f"no frame for {run.since_last_frame_s:.1f} s (frame_timeout_s)"
     elif run.finished:
         level, message = WARN, f"source finished after {st.frames} frames"
     elif run.tracking == "lost":

@@ -34,7 +34,7 @@ continuity (labels are evidence only) and the node publishes ``/hand/left/...`` 
 raw detections of every frame (replayable: identity runs again on replay).
 
 Time comes from the data: every time-dependent step (1€ filter, hold/reset after missed frames
-or after a gap > ``frame_timeout`` between capture stamps, calibration capture duration) runs on
+or after a gap > ``frame_timeout_s`` between capture stamps, calibration capture duration) runs on
 the frame's capture stamp as published in the message header (:func:`capture_time`), in a live
 run and in a replay (``bag:``, ``topic:``) alike, so replaying recorded ``/hand/landmarks`` with
 the same parameters reproduces ``/hand/target_flexions`` and ``/hand/joint_flexions`` bit for bit
@@ -60,7 +60,6 @@ from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from hand_msgs.msg import HandLandmarksArray
 from hand_msgs.srv import Calibrate
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from rclpy.parameter import Parameter
@@ -69,7 +68,7 @@ from sensor_msgs.msg import CompressedImage, JointState
 from std_msgs.msg import Header
 
 from hand_common import contract
-from hand_common.node_tools import SafeLifecycleNode, declare_specs, run
+from hand_common.node_tools import SafeLifecycleNode, run
 from hand_tracking.calibration import CalibrationError
 from hand_tracking.calibration_session import CalibrationSession, as_parameters, capture_angles
 from hand_tracking.hand_identity import OneHandCore, TwoHandCore, TwoHandOutput
@@ -89,8 +88,8 @@ from hand_tracking.tracker_diagnostics import RunState, TrackerReport, build_sta
 from hand_tracking.tracker_messages import capture_time, flexion_messages, landmark_arrays
 from hand_tracking.tracker_params import (
     BACKEND_PARAMS,
-    PARAM_NAMES,
     PARAMS,
+    RENAMED,
     WINDOW_PARAMS,
     config_from,
     mediapipe_config,
@@ -109,10 +108,12 @@ class TrackerNode(SafeLifecycleNode):
 
     def __init__(self, **kwargs):
         super().__init__(contract.TRACKER_NODE, **kwargs)
-        declare_specs(self, PARAMS)
+        # the one parameter idiom: on-set validates (check_parameters), post-set applies
+        # (apply_parameters); source and hands (not live) are refused while configured
+        self.declare_params(PARAMS, renamed=RENAMED)
         self._lock = threading.Lock()        # core + calibration capture, shared by worker and executor
         try:
-            self._core = OneHandCore(config_from(self._param_values()))
+            self._core = OneHandCore(config_from(self.param_values()))
         except ValueError as exc:  # e.g. a YAML with curled >= straight: configure refuses it
             self.get_logger().error(f"invalid parameters: {exc}")
             self._core = OneHandCore()
@@ -134,8 +135,6 @@ class TrackerNode(SafeLifecycleNode):
         self._run = RunState(time.monotonic())   # counters and watchdog: worker writes, timer reads
         self._last_diag = time.monotonic()
         self._last_capture: float | None = None  # under _lock
-        self.add_on_set_parameters_callback(self._validate_parameters)
-        self.add_post_set_parameters_callback(self._apply_parameters)
         # In every state, so that a call while not active is answered (refused with the reason).
         # Own callback group: the handler awaits frames that the timer / the topic subscription
         # (default group) deliver, so it must not hold the default group while it waits.
@@ -149,21 +148,14 @@ class TrackerNode(SafeLifecycleNode):
     def _param(self, name: str) -> Any:
         return self.get_parameter(name).value
 
-    def _param_values(self, overrides: list[Parameter] | None = None) -> dict[str, Any]:
-        values = {name: self._param(name) for name in PARAM_NAMES}
-        for p in overrides or ():
-            values[p.name] = p.value
-        return values
+    def check_parameters(self, changes: dict[str, Any], values: dict[str, Any]) -> str | None:
+        """On-set (validation only): the reason a set would give a bad configuration, or None."""
+        return parameter_problem(values, set(changes))
 
-    def _validate_parameters(self, params: list[Parameter]) -> SetParametersResult:
-        """On-set callback: refuse (with the reason) anything that would give a bad config."""
-        why = parameter_problem(self._param_values(params), {p.name for p in params}, self.lifecycle_state)
-        return SetParametersResult(successful=why is None, reason=why or "")
-
-    def _apply_parameters(self, params: list[Parameter]) -> None:
-        """Post-set callback: the new values act from the next frame on."""
-        names = {p.name for p in params}
-        cfg = config_from(self._param_values())
+    def apply_parameters(self, changes: dict[str, Any]) -> None:
+        """Post-set: the new values act from the next frame on."""
+        names = set(changes)
+        cfg = config_from(self.param_values())
         with self._lock:
             self._core.config = cfg
         model = self._model
@@ -201,7 +193,7 @@ class TrackerNode(SafeLifecycleNode):
 
     def on_configure(self, state: State) -> TransitionCallbackReturn:
         log = self.get_logger()
-        v = self._param_values()
+        v = self.param_values()
         try:
             spec = parse_source(v["source"])
             cfg = config_from(v)
@@ -211,9 +203,9 @@ class TrackerNode(SafeLifecycleNode):
         try:
             if spec.kind != "topic":
                 self._source = open_frame_source(
-                    spec, realtime=v["realtime"], loop=v["loop"], images_fps=v["images_fps"],
-                    camera_width=v["camera_width"], camera_height=v["camera_height"],
-                    camera_fps=v["camera_fps"], clock=self._now)
+                    spec, realtime=v["realtime"], loop=v["loop"], images_fps=v["images_rate_hz"],
+                    camera_width=v["camera_width_px"], camera_height=v["camera_height_px"],
+                    camera_fps=v["camera_rate_hz"], clock=self._now)
             if spec.kind in ("camera", "video", "images"):
                 self._model = LandmarkModel(self._make_backend)
                 log.info(f"MediaPipe loaded and warmed up in {self._model.warm_up():.0f} ms")
@@ -255,7 +247,7 @@ class TrackerNode(SafeLifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def _make_backend(self) -> LandmarkBackend:
-        v = self._param_values()
+        v = self.param_values()
         return create_backend(str(v["backend"]), mediapipe_config(v), mirror=bool(v["mirror"]))
 
     def _drop_old(self) -> bool:
@@ -297,9 +289,9 @@ class TrackerNode(SafeLifecycleNode):
         return ret
 
     def _reopen_camera(self):
-        v = self._param_values()
-        return open_frame_source(self._spec, camera_width=v["camera_width"], camera_height=v["camera_height"],
-                                 camera_fps=v["camera_fps"], clock=self._now)
+        v = self.param_values()
+        return open_frame_source(self._spec, camera_width=v["camera_width_px"],
+                                 camera_height=v["camera_height_px"], camera_fps=v["camera_rate_hz"], clock=self._now)
 
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
         self._stop_worker()
@@ -405,12 +397,12 @@ class TrackerNode(SafeLifecycleNode):
 
         stamp: output stamp; capture: the frame's capture stamp (s, as :func:`capture_time`
         reads it), the time every time-dependent step runs on: the 1€ filter, the hold/reset
-        (a gap > ``frame_timeout`` between two capture stamps, or a stamp going backwards,
+        (a gap > ``frame_timeout_s`` between two capture stamps, or a stamp going backwards,
         resets the pose) and the calibration capture. with_landmarks: publish /hand/landmarks.
         """
         t1 = time.monotonic()
         t = capture
-        gap = float(self._param("frame_timeout"))
+        gap = float(self._param("frame_timeout_s"))
         with self._lock:
             last, self._last_capture = self._last_capture, t
             if last is not None and not (0.0 <= t - last <= gap):
@@ -489,13 +481,13 @@ class TrackerNode(SafeLifecycleNode):
         if request.pose not in (Calibrate.Request.OPEN, Calibrate.Request.FIST):
             response.message = f"pose must be OPEN ({Calibrate.Request.OPEN}) or FIST ({Calibrate.Request.FIST})"
             return response
-        duration = float(request.duration_s) or float(self._param("calibration_duration"))
+        duration = float(request.duration_s) or float(self._param("calibration_duration_s"))
         if not (math.isfinite(duration) and 0.0 < duration <= 30.0):
             response.message = f"duration_s must be in (0, 30] s, got {request.duration_s}"
             return response
         pose = "open" if request.pose == Calibrate.Request.OPEN else "fist"
         future = Future(executor=self.executor)
-        slack = max(2.0, 2.0 * float(self._param("frame_timeout")))
+        slack = max(2.0, 2.0 * float(self._param("frame_timeout_s")))
         with self._lock:
             refused = self._calibration.start(pose, duration, future, wall_now=time.monotonic(), slack_s=slack,
                                               frame_gap_s=self._run.frame_gap())
@@ -580,12 +572,12 @@ class TrackerNode(SafeLifecycleNode):
             stall = self._calibration.stalled(now)
         if stall is not None:
             self._finish_capture(stall)
-        timeout = float(self._param("frame_timeout"))
+        timeout = float(self._param("frame_timeout_s"))
         if self.lifecycle_state == "active" and self._run.check_watchdog(now, timeout):
             # Report only: the reset of a stale pose is decided on the capture stamps in _handle
-            # (a gap > frame_timeout between two frames), so a live run and its replay agree.
+            # (a gap > frame_timeout_s between two frames), so a live run and its replay agree.
             self.get_logger().error(f"watchdog: no frame for {timeout:.2f} s from {self._spec}")
-        if now - self._last_diag >= float(self._param("diagnostics_period")):
+        if now - self._last_diag >= float(self._param("diagnostics_period_s")):
             self._publish_diagnostics(now)
 
     def _rejections(self) -> dict[str, int]:

@@ -78,7 +78,7 @@ class FrameWorker:
     """The worker thread of an active node with a frame source (camera, video, images, bag).
 
     prefetch: the source's reader thread and queue. batch: a recording read faster than real
-    time (paced at ``batch_max_rate``; ``wait_for_readers`` runs first). param(name): a node
+    time (paced at ``batch_max_rate_hz``; ``wait_for_readers`` runs first). param(name): a node
     parameter's current value. handle: the node's per-frame step. on_end: the source ended (no
     frame will come). stop: set to end the thread. preview(frame, stamp): offered each camera /
     video / image frame *after* its flexions were published (the operator preview; it must only
@@ -119,7 +119,7 @@ class FrameWorker:
             self._wait_for_readers()
         next_due = time.monotonic()
         while not self._stop.is_set():
-            rate = float(self._param("batch_max_rate")) if self._batch else 0.0
+            rate = float(self._param("batch_max_rate_hz")) if self._batch else 0.0
             if rate > 0.0:  # a bounded batch rate: no subscriber falls far behind a keep-all writer
                 now = time.monotonic()
                 if next_due > now:

@@ -8,7 +8,14 @@ from hand_common.contract import FINGER_NAMES, JOINT_NAMES
 from hand_tracking.calibration import CalibrationError
 from hand_tracking.calibration_session import CalibrationSession, as_parameters
 from hand_tracking.tracker_diagnostics import ERROR, OK, WARN, RunState, TrackerReport, build_status
-from hand_tracking.tracker_params import PARAMS, config_from, defaults, finger_param, parameter_problem
+from hand_tracking.tracker_params import (
+    PARAMS,
+    config_from,
+    defaults,
+    finger_param,
+    mediapipe_config,
+    parameter_problem,
+)
 
 OPEN = np.array([3.0, 3.05, 2.9,  2.95, 2.8, 2.75,  2.9, 2.7, 2.7,  2.95, 2.75, 2.8,  2.9, 2.7, 2.7])
 FIST = np.array([2.5, 2.9, 2.2,  1.7, 1.6, 1.8,  1.6, 1.7, 1.6,  1.3, 1.8, 1.7,  1.4, 1.8, 1.4])
@@ -84,7 +91,7 @@ def test_run_state_watchdog_and_status():
                            calibration="parameters", holds={"no_hand": 4, "motion": 1},
                            holds_skipped_unconfirmed=1)
     s = build_status(report)
-    assert s.level == ERROR and s.message == "no frame for 1.2 s (frame_timeout)"
+    assert s.level == ERROR and s.message == "no frame for 1.2 s (frame_timeout_s)"
     assert s.name == "hand_tracker: tracking" and s.hardware_id == "video:x"
     v = s.values
     assert (v["frames"], v["frames_tracked"], v["flexions_published"], v["watchdog"]) == ("2", "1", "1", "timeout")
@@ -116,12 +123,33 @@ def test_run_state_watchdog_and_status():
 def test_parameter_problems():
     v = defaults()
     assert {s.name for s in PARAMS} == set(v)
-    assert parameter_problem(v, set(), "active") is None
+    assert parameter_problem(v, set()) is None
     config_from(v)
-    assert "only change while unconfigured" in parameter_problem({**v, "source": "video:/x.mp4"}, {"source"},
-                                                                 "active")
-    assert parameter_problem({**v, "source": "video:/x.mp4"}, {"source"}, "unconfigured") is None
+    assert parameter_problem({**v, "source": "video:/x.mp4"}, {"source"}) is None
+    assert "source" in parameter_problem({**v, "source": "webcam"}, {"source"})
     short = {**v, "joint_curled_angles": [1.0] * 3}
-    assert parameter_problem(short, {"joint_curled_angles"}, "active").startswith("joint_curled_angles needs 15")
+    assert parameter_problem(short, {"joint_curled_angles"}).startswith("joint_curled_angles needs 15")
     assert "hand_preference must be one of" in parameter_problem({**v, "hand_preference": "both"},
-                                                                 {"hand_preference"}, "active")
+                                                                 {"hand_preference"})
+
+
+def test_parameter_table_rules():
+    """Live rule, defaults from the config dataclasses, unit suffixes, renames."""
+    from hand_tracking.landmarks import MediaPipeConfig
+    from hand_tracking.tracker_core import TrackerConfig
+    from hand_tracking.tracker_params import PARAM_BY_NAME, RENAMED
+
+    assert {s.name for s in PARAMS if not s.live} == {"source", "hands"}
+    cfg, mp = TrackerConfig(), MediaPipeConfig()
+    assert config_from(defaults()) == cfg
+    assert mediapipe_config(defaults()) == mp
+    assert PARAM_BY_NAME["gate_min_score"].default == cfg.gate.min_score
+    assert PARAM_BY_NAME["filter_min_cutoff_hz"].default == cfg.filter.min_cutoff
+    assert PARAM_BY_NAME["max_missed_frames"].default == cfg.max_missed_frames
+    for old, new in RENAMED.items():
+        assert new in PARAM_BY_NAME and old not in PARAM_BY_NAME, (old, new)
+    # the suffix rule: time, frequency and pixel parameters say their unit in the name
+    for s in PARAMS:
+        text = s.description
+        if any(u in text for u in (", s.", ", s of", "(s)", ", Hz.", ", Hz (", ", px.", ", px (")):
+            assert s.name.endswith(("_s", "_hz", "_px")), s.name

@@ -102,7 +102,7 @@ def test_lifecycle_parameters_and_video(probe, tmp_path, video_path):
         assert r.successful
         assert probe.change_state(NODE, "configure") is True
         [r] = probe.set_parameters(NODE, source="camera:0")
-        assert not r.successful and "only change while unconfigured" in r.reason
+        assert not r.successful and "read at configure time" in r.reason
 
         assert probe.change_state(NODE, "activate") is True
         assert probe.get_state(NODE) == "active"
@@ -128,9 +128,10 @@ def test_lifecycle_parameters_and_video(probe, tmp_path, video_path):
         # out-of-range values are refused with a reason
         for name, value, reason in (("index_curled_angle", 4.0, "index_curled_angle"),
                                     ("index_curled_angle", 2.9, "index: straight angle"),
-                                    ("filter_min_cutoff", 0.0, "filter_min_cutoff"),
+                                    ("filter_min_cutoff_hz", 0.0, "filter_min_cutoff_hz"),
                                     ("hand_preference", "middle", "hand_preference"),
-                                    ("joint_curled_angles", [1.0, 2.0], "15 values")):
+                                    ("joint_curled_angles", [1.0, 2.0], "15 values"),
+                                    ("frame_timeout", 2.0, "'frame_timeout' is now 'frame_timeout_s'")):
             [r] = probe.set_parameters(NODE, **{name: value})
             assert not r.successful and reason in r.reason, (name, r.reason)
         assert node.alive()
@@ -247,8 +248,8 @@ def calibrate(probe, player, pose, frames, duration=1.0):
 
 def test_topic_replay_calibration_and_watchdog(probe, tmp_path, video_path):
     lm = video_landmarks(video_path)
-    node = start_node(tmp_path, "topic", "source:=topic:/hand/landmarks", "frame_timeout:=0.5",
-                      "diagnostics_period:=0.2", "filter_enabled:=false")
+    node = start_node(tmp_path, "topic", "source:=topic:/hand/landmarks", "frame_timeout_s:=0.5",
+                      "diagnostics_period_s:=0.2", "filter_enabled:=false")
     try:
         tf = probe.collect(JointState, contract.TOPIC_TARGET_FLEXIONS, QOS)
         dg = probe.collect(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, QOS)
@@ -323,7 +324,7 @@ def test_topic_replay_calibration_and_watchdog(probe, tmp_path, video_path):
 
 def test_bag_replay_matches_the_pure_pipeline(probe, tmp_path, video_path):
     lm = video_landmarks(video_path)
-    # 2 s without frames after the 20th (more than frame_timeout = 1 s): the held pose is dropped
+    # 2 s without frames after the 20th (more than frame_timeout_s = 1 s): the held pose is dropped
     frames = [(2000.0 + i / 30.0 + (2.0 if i >= 270 else 0.0), i, lm.hands(i)) for i in range(250, 290)]
     frames[5] = (frames[5][0], 255, [])  # one frame without a hand: held, and published
     write_landmark_bag(tmp_path / "bag", frames, width=lm.width, height=lm.height)

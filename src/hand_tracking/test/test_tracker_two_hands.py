@@ -26,7 +26,7 @@ def test_two_hand_mode_publishes_per_hand_topics_with_stable_identity(tmp_path, 
     clip = two_hand_clip(video_path, FIRST, COUNT)
     node = NodeProcess.module("hand_tracking.tracker_node", "--ros-args", "--params-file", PARAMS,
                               "-p", f"source:=video:{clip}", "-p", "hands:=two", "-p", "model_complexity:=0",
-                              "-p", "realtime:=false", "-p", "diagnostics_period:=0.2",
+                              "-p", "realtime:=false", "-p", "diagnostics_period_s:=0.2",
                               log_path=str(tmp_path / "tracker.log"))
     probe = RosProbe("tracker_two_hands_probe")
     try:
@@ -42,7 +42,7 @@ def test_two_hand_mode_publishes_per_hand_topics_with_stable_identity(tmp_path, 
         assert probe.get_state(NODE, timeout=30) == "unconfigured"
         assert probe.change_state(NODE, "configure")
         [r] = probe.set_parameters(NODE, hands="one")
-        assert not r.successful and "only change while unconfigured" in r.reason
+        assert not r.successful and "read at configure time" in r.reason
         assert probe.change_state(NODE, "activate")
         wait_until(lambda: all(len(side_lm[s]) >= COUNT for s in contract.HAND_SIDES), 60, "per-hand landmarks")
         wait_until(lambda: any(any(kv.key == "identity_swaps" for kv in d.status[0].values)
