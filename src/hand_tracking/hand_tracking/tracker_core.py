@@ -161,14 +161,16 @@ class QualityGate:
 
     def check(self, hand: HandObservation, pts: np.ndarray, width: int = 1, height: int = 1,
               motion: MotionReference | None = None, t: float = 0.0, *,
-              metric: bool = True) -> tuple[str, str, float]:
+              metric: bool = True, angles: np.ndarray | None = None,
+              shape: np.ndarray | None = None) -> tuple[str, str, float]:
         """(reason key or '', explanation, quality in [0, 1]) of one frame.
 
         hand: the observation; pts: (21, 3) skeleton the angles come from (any unit); width,
         height: image size, px; motion: the temporal reference (None: no check); t: the frame's
         capture time, s; metric: pts is the fused/world skeleton (a degenerate one then names the
-        broken head). Quality is the classifier confidence times the fraction of image landmarks
-        inside the image.
+        broken head); angles, shape: ``joint_angles(pts)`` and ``hand_shape(hand.image, width,
+        height)`` when the caller has them (computed here otherwise). Quality is the classifier
+        confidence times the fraction of image landmarks inside the image.
         """
         problem = check_skeleton(pts)
         if problem and pts is not hand.world and metric:  # fused: name the head that is broken
@@ -194,13 +196,14 @@ class QualityGate:
         if digits[k] > self.max_finger_length:
             return ("finger_length", f"{FINGER_NAMES[k]} {digits[k]:.2f} hand sizes long in the image "
                     f"(> {self.max_finger_length})", quality)
-        ang = joint_angles(pts)
+        ang = joint_angles(pts) if angles is None else angles
         k = int(np.argmin(ang))
         if ang[k] < self.min_joint_angle:
             return ("joint_angle", f"{JOINT_NAMES[k]} bent to {ang[k]:.2f} rad "
                     f"(< {self.min_joint_angle} rad: a bone folded back)", quality)
         if motion is not None:
-            miss, dt = motion.miss(hand_shape(img, width, height), t, self.motion_gain)
+            shape = hand_shape(img, width, height) if shape is None else shape
+            miss, dt = motion.miss(shape, t, self.motion_gain)
             tol = self.tolerance(dt)
             if miss > tol:
                 return ("motion", f"the hand's shape moved {miss:.2f} hand sizes from its predicted "
@@ -209,6 +212,13 @@ class QualityGate:
         if conf < self.min_score:
             return "low_score", f"handedness confidence {conf:.2f} < {self.min_score:.2f}", quality
         return "", "", quality
+
+
+def _snapshot(f: OneEuroFilter) -> OneEuroFilter:
+    """An independent copy of a filter's state (its arrays copied; ~10x cheaper than deepcopy)."""
+    g = copy.copy(f)
+    g.__dict__.update({k: v.copy() for k, v in f.__dict__.items() if isinstance(v, np.ndarray)})
+    return g
 
 
 #: The motion prediction extrapolates the last velocity over at most this long, s.
@@ -371,6 +381,7 @@ class TrackerCore:
         self._filter = OneEuroFilter(self._config.filter)
         self._angles: np.ndarray | None = None
         self._motion = MotionReference()
+        self._shape: np.ndarray | None = None  # the last measured hand's image shape
         self._last_curls: tuple[float, np.ndarray] | None = None  # (t, raw curls) of the last accepted frame
         # (filtered angles, raw angles, filter state, t) of the last confirmed frame
         self._confirmed: tuple[np.ndarray, np.ndarray, OneEuroFilter, float] | None = None
@@ -438,12 +449,16 @@ class TrackerCore:
         w, h = max(width, 1), max(height, 1)
         pts = self.points(hand, w, h)
         motion = self._motion if t is not None else None
+        angles = joint_angles(pts)
+        with np.errstate(all="ignore"):
+            self._shape = hand_shape(hand.image, w, h)
         key, why, quality = self._config.gate.check(hand, pts, w, h, motion, t or 0.0,
-                                                    metric=self._config.landmark_mode != "image")
+                                                    metric=self._config.landmark_mode != "image",
+                                                    angles=angles, shape=self._shape)
         if key:
             what = "implausible skeleton" if key == "degenerate" else f"rejected ({key})"
             return hand, None, f"{what}: {why}", key, quality
-        return hand, joint_angles(pts), "", "", quality
+        return hand, angles, "", "", quality
 
     def update(self, hands: list[HandObservation], t: float, width: int = 1, height: int = 1) -> TrackOutput:
         """Process one frame's hands at time ``t`` (s, the capture stamp); ``width``/``height``: image
@@ -454,9 +469,9 @@ class TrackerCore:
         if key:
             self.rejections[key] += 1
             if key == "motion":
-                self._motion.refuse(t, hand_shape(hand.image, w, h))
+                self._motion.refuse(t, self._shape)
         if raw is not None:
-            self._motion.accept(t, hand_shape(hand.image, w, h))
+            self._motion.accept(t, self._shape)
             curls = finger_curls(raw)
             prev = self._last_curls
             near_prev = prev is not None and float(np.max(np.abs(curls - prev[1]))) <= cfg.hold_step(t - prev[0])
@@ -469,7 +484,7 @@ class TrackerCore:
             # when a misreading came between), or the first frame of a track
             confirmed = near_prev or near_confirmed or prev is None
             if confirmed:
-                self._confirmed = (self._angles.copy(), raw.copy(), copy.deepcopy(self._filter), t)
+                self._confirmed = (self._angles.copy(), raw.copy(), _snapshot(self._filter), t)
             self._confirmed_pending = not confirmed
             angles = self._angles
             status, cause = "tracked", ""
@@ -487,7 +502,7 @@ class TrackerCore:
                     if self._confirmed is not None:
                         angles_c, raw_c, filt, t_c = self._confirmed
                         self._angles = angles_c.copy()
-                        self._filter = copy.deepcopy(filt)
+                        self._filter = _snapshot(filt)
                         self._last_curls = (t_c, finger_curls(raw_c))
                 angles = self._angles
             else:
