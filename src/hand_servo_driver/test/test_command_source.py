@@ -26,12 +26,12 @@ from hand_common import contract
 rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
 node = rclpy.create_node("foreign_flood")
 pub = node.create_publisher(JointState, contract.TOPIC_TARGET_FLEXIONS, contract.qos(contract.LATEST))
-frame_id, hz, seconds = sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+frame_id, hz, seconds, values = sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), sys.argv[6].split(",")
 time.sleep(float(sys.argv[5]))  # discovery
 t0 = nxt = time.monotonic()
 n = 0
 while time.monotonic() - t0 < seconds:
-    value = float(n % 2)  # fist / open, alternating: the servos would swing
+    value = float(values[n % len(values)])
     msg = JointState(name=list(contract.FINGER_NAMES), position=[value] * 5)
     msg.header.frame_id = frame_id
     msg.header.stamp = node.get_clock().now().to_msg()
@@ -43,9 +43,10 @@ open(sys.argv[1], "w").write(json.dumps({"start": t0, "end": time.monotonic(), "
 """
 
 
-def flood(workdir, frame_id="", hz=1000.0, seconds=3.0, settle=1.5):
+def flood(workdir, frame_id="", hz=1000.0, seconds=3.0, settle=1.5, values="0,1"):
+    """A foreign publisher process sending ``values`` in turn at ``hz`` for ``seconds``."""
     log = os.path.join(workdir, f"flood{frame_id.replace('/', '_')}.json")
-    proc = NodeProcess([sys.executable, "-c", _FLOOD_SRC, log, frame_id, str(hz), str(seconds), str(settle)],
+    proc = NodeProcess([sys.executable, "-c", _FLOOD_SRC, log, frame_id, str(hz), str(seconds), str(settle), values],
                        log_path=os.path.join(workdir, "flood.out"))
     return proc, log
 
@@ -79,7 +80,7 @@ def test_only_the_configured_source_moves_the_servos_and_a_foreign_flood_is_name
     try:
         rig.wait_outputs(half, 5.0)
         _, _, v0 = rig.wait_diag(lambda lvl, m, v: True)
-        proc, log = flood(rig.workdir, frame_id="")
+        proc, log = flood(rig.workdir, frame_id="", values="1")  # a fist: 2000 µs if it were followed
         level, msg, v = rig.wait_diag(lambda lvl, m, v: "/foreign_flood" in v.get("command_sources_other", ""),
                                       15.0, "the foreign publisher named")
         fl = finish(proc, log)
@@ -89,12 +90,15 @@ def test_only_the_configured_source_moves_the_servos_and_a_foreign_flood_is_name
     frames, pulses = wire(rig, fl["start"], fl["end"])
     dur = fl["end"] - fl["start"]
     _, _, v = rig.wait_diag(lambda lvl, m, v: int(v["commands_other_source"]) >= 1)
-    print(f"\nforeign flood {fl['sent']} msgs in {dur:.2f} s ({fl['sent'] / dur:.0f}/s, fist/open alternating) while "
+    stale = int(v["stale_events"]) - int(v0["stale_events"])
+    print(f"\nforeign flood {fl['sent']} msgs in {dur:.2f} s ({fl['sent'] / dur:.0f}/s, fist) while "
           f"{SOURCE} streams 0.5 at 30 Hz: {len(frames)} frames on the wire ({len(frames) / dur:.1f}/s), "
           f"{len(pulses)} SET_PULSES, outputs {sorted({tuple(r['outputs']) for r in pulses})}; "
-          f"refused {v['commands_other_source']}; load {os.getloadavg()[0]:.1f}")
-    assert all(r["outputs"] == half for r in pulses)  # never toward the flood's fist or open
-    assert rig.outputs() == half and v["stale_events"] == v0["stale_events"]  # the source followed throughout
+          f"refused {v['commands_other_source']}; stale events {stale}; load {os.getloadavg()[0]:.1f}")
+    # never toward the flood's fist; the source held (or, if the load starved it past command_timeout_s
+    # — keep-last 20 holds 20 ms of a 1 kHz flood —, the safe ramp: a figure, printed)
+    assert all(max(r["outputs"]) <= half[0] for r in pulses)
+    assert stale > 0 or all(r["outputs"] == half for r in pulses)
     assert int(v["commands_other_source"]) >= 1  # how many of the flood got through DDS is the load's (printed)
     assert v["last_other_source"] == "(unnamed)" and v["command_source"] == SOURCE
     assert level == 1 and "second command source on /hand/target_flexions: " in msg and "/foreign_flood" in msg
