@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VIDEO ?= ../shared/media/human_hand_video.mp4
 OUT ?= out
 
-.PHONY: all bootstrap demo arm-demo dex-demo test lint clean
+.PHONY: all bootstrap demo arm-demo dex-demo dex-acceptance test lint clean
 
 all: test
 
@@ -29,6 +29,11 @@ arm-demo: bootstrap
 # or ../shared/robots) drives that robot instead: out/dex_demo_$(ROBOT).mp4
 dex-demo: bootstrap
 	@. tools/env.sh && $(PRIVATE_DOMAIN) && python -m hand_bringup.dex_demo --video "$(VIDEO)" $(if $(ROBOT),--robot "$(ROBOT)" --out "$(OUT)/dex_demo_$(ROBOT).mp4",--out "$(OUT)/dex_demo.mp4")
+
+# issue 24's acceptance table: every robot hand on the video (the dex-demo path without rendering) and
+# derive_joint_map on the same URDFs + LEAP with a wrist; landmarks cached in out/landmarks_mc1.npz
+dex-acceptance: bootstrap
+	@. tools/env.sh && $(PRIVATE_DOMAIN) && python -m hand_bringup.dex_acceptance --video "$(VIDEO)" --landmarks "$(OUT)/landmarks_mc1.npz"
 
 lint: bootstrap
 	@. tools/env.sh && ruff check src tools conftest.py

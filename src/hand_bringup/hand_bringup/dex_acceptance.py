@@ -1,0 +1,231 @@
+"""Issue 24's acceptance table in one command: every robot hand on the shared video, and
+``derive_joint_map`` on the same hands.
+
+    python -m hand_bringup.dex_acceptance [--video ...] [--landmarks out/landmarks_mc1.npz] [--robot-dir DIR]
+                                          [--robots dex_hand leap_hand_right ...] [--no-derive]
+
+Per robot (``dex_hand`` = hand_description's own; the others by their dex-retargeting name, URDFs
+under ``--robot-dir``, default ``$HAND_ROBOTS_DIR`` else ``../shared/robots``), the path of
+``make dex-demo ROBOT=...`` without the rendering: MediaPipe landmarks of every frame (the tracker's
+model, complexity 1; cached in ``--landmarks``), the tracker's quality gate, :class:`DexPipeline`
+(preprocessing, rest blend, DexPilot, Kapandji) and its safety filter at 100 Hz into the robot's
+twin (:class:`DexSim`, simulated time). Columns:
+
+- ``p95 ms``: wall time of the frame's retargeting (``DexPipeline.frame``) plus its filter ticks,
+  95th percentile, on this machine now (the load average is printed with it);
+- ``open mm``: largest fingertip distance from the robot's rest pose (FK of the targets) over the
+  open-hand frames (``OPEN``; <= 10 mm);
+- ``pinch mm``: per thumb-fingertip pinch episode (>= 3 frames with the human Kapandji level
+  3..6 = index..little tip), the smallest thumb-tip to that fingertip distance (FK of the targets)
+  during it, for the pinches the robot has the finger for (<= 15 mm); the largest such minimum
+  is shown, with the number of episodes;
+- ``fist``: the worst fingertip-to-palm-centre distance over the fist plateau (``FIST``) divided
+  by the same at rest (<= 0.6: every tip >= 40 % closer);
+- ``kapandji``: fraction of the frames with human level >= 3 that the robot can express (the
+  level is one of its sites) on which the robot's level, from the twin's *measured* angles, is
+  within +-1 of the human's (>= 80 %).
+
+Then :func:`hand_joint_mapper.derive_check.check` on the same URDFs and on LEAP with two wrist
+joints above its palm (flexion 0 -> every tip within 5 mm of rest, 1 -> <= 0.6 of its rest
+distance to the palm, within limits, mimic-consistent). Exit 1 when a row fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from hand_common.contract import FINGER_NAMES
+
+#: frames of the shared video (model_complexity 1), as hand_retarget/test/test_robot_video.py
+OPEN = (*range(0, 8), *range(40, 54), *range(136, 150), *range(286, 304), *range(482, 492), *range(584, 600))
+FIST = tuple(range(260, 276))
+ROBOTS = ("dex_hand", "leap_hand_right", "allegro_hand_right", "inspire_hand_right", "ability_hand_right",
+          "inspire_hand_left", "ability_hand_left")
+TIP_LANDMARKS = (4, 8, 12, 16, 20)
+RATE = 100.0
+
+
+@dataclass
+class Row:
+    robot: str
+    frames: int
+    refused: int
+    p95_ms: float
+    open_mm: float
+    pinches: list[tuple[int, int, int, float]]   # (first, last, level, smallest thumb-tip distance mm)
+    fist_ratio: float
+    kapandji_follow: float
+    kapandji_frames: int
+
+    @property
+    def pinch_mm(self) -> float:
+        return max((p[3] for p in self.pinches), default=float("nan"))
+
+    @property
+    def ok(self) -> bool:
+        return (self.p95_ms <= 5.0 and self.open_mm <= 10.0 and all(p[3] <= 15.0 for p in self.pinches)
+                and self.fist_ratio <= 0.6 and self.kapandji_follow >= 0.8)
+
+
+def episodes(levels: np.ndarray, min_frames: int = 3) -> list[tuple[int, int, int]]:
+    """(first, last, level) of every run of >= ``min_frames`` frames whose human Kapandji level is
+    the same fingertip pinch (3..6)."""
+    out, start = [], None
+    lv = [int(x) for x in levels] + [-1]
+    for i, v in enumerate(lv):
+        if start is not None and v != lv[start]:
+            if i - start >= min_frames:
+                out.append((start, i - 1, lv[start]))
+            start = None
+        if start is None and 3 <= v <= 6:
+            start = i
+    return out
+
+
+def measure(robot_name: str, lm: tuple, robot_dir: str | None) -> Row:
+    """One robot on the landmarks ``lm`` (benchmark.video_landmarks' tuple); see the module docstring."""
+    from hand_description import dex, paths
+    from hand_retarget.dex_sim import DexSim
+    from hand_retarget.pipeline import DexPipeline, PipelineConfig
+    from hand_tracking.landmarks import HandObservation
+    from hand_tracking.tracker_core import TrackerCore
+
+    world, hands, ts, image, size = lm
+    if robot_name == "dex_hand":
+        desc = dex.load()
+        pipe = DexPipeline(desc, str(paths.dex_urdf_path()), PipelineConfig())
+        sim = DexSim(desc.joint_names)
+        fk = desc.landmarks
+    else:
+        from hand_retarget.robot import load_robot
+
+        robot = load_robot(robot_name, "dexpilot", robot_dir)
+        pipe = DexPipeline(robot, "", PipelineConfig())
+        sim = DexSim.for_urdf(robot.urdf_path, robot.joint_names)
+        fk = robot.landmarks
+    gate = TrackerCore()
+    unreachable = set(pipe.robot_score(pipe.rest).unreachable)
+    rest = np.asarray(fk(pipe.rest), float)
+    # the robot's own digits (a four-fingered hand's landmark 20 repeats another digit's points)
+    digits = FINGER_NAMES if robot_name == "dex_hand" else tuple(robot.digits)
+    tips = [TIP_LANDMARKS[FINGER_NAMES.index(d)] for d in digits]
+    dt = 1.0 / RATE
+    fps = 1.0 / float(np.median(np.diff(ts)))
+    target, ticks, refused = None, 0, 0
+    targets, human, robot_level, ms = [], [], [], []
+    for i in range(len(ts)):
+        level, spent = -1, 0.0
+        if hands[i]:
+            obs = HandObservation(image[i], world[i], hands[i], 1.0)
+            if gate.update([obs], float(ts[i]), *size).accepted:
+                t0 = time.perf_counter()
+                res = pipe.frame(world[i], hands[i], float(ts[i]), image=image[i], size=size)
+                spent += time.perf_counter() - t0
+                if res.ok:
+                    target, level = res.target, res.human.score
+            else:
+                refused += 1
+        while (ticks + 1) * dt <= ts[i] + 1.0 / fps + 1e-9:
+            t0 = time.perf_counter()
+            q = pipe.tick(target, dt)
+            spent += time.perf_counter() - t0
+            sim.set_command(q)      # the twin's physics is not the retargeting's: not timed
+            sim.advance(dt)
+            ticks += 1
+        ms.append(spent * 1e3)
+        targets.append(target if target is not None else pipe.rest)
+        human.append(level)
+        robot_level.append(pipe.robot_score(sim.state().position).score)
+    targets = np.array(targets)
+    human = np.array(human)
+    robot_level = np.array(robot_level)
+    fkt = np.array([fk(q) for q in targets])
+    open_mm = float(np.linalg.norm(fkt[list(OPEN)][:, tips] - rest[tips], axis=2).max() * 1e3)
+    palm = rest[[0, 5, 9, 13]].mean(axis=0)
+    fist = np.linalg.norm(fkt[list(FIST)][:, tips] - palm, axis=2) / np.linalg.norm(rest[tips] - palm, axis=1)
+    pinches = []
+    for first, last, level in episodes(human):
+        tip = TIP_LANDMARKS[level - 2]
+        if level in unreachable or tip not in tips:
+            continue
+        gap = np.linalg.norm(fkt[first:last + 1, 4] - fkt[first:last + 1, tip], axis=1)
+        pinches.append((first, last, level, float(gap.min() * 1e3)))
+    sel = (human >= 3) & np.array([h not in unreachable for h in human])
+    follow = float(np.mean(np.abs(robot_level[sel] - human[sel]) <= 1)) if sel.any() else float("nan")
+    return Row(robot_name, len(ts), refused, float(np.percentile(ms, 95)), open_mm, pinches,
+               float(fist.max()), follow, int(sel.sum()))
+
+
+def print_rows(rows: list[Row]) -> None:
+    load = os.getloadavg()
+    print(f"dex acceptance on the shared video (load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on "
+          f"{os.cpu_count()} cores: timing is this machine now)")
+    print(f"{'robot':22s} {'frames':>6s} {'refused':>7s} {'p95 ms':>7s} {'open mm':>8s} {'pinch mm (n)':>13s} "
+          f"{'fist':>5s} {'kapandji':>14s}  verdict")
+    for r in rows:
+        pinch = f"{r.pinch_mm:.1f} ({len(r.pinches)})"
+        print(f"{r.robot:22s} {r.frames:6d} {r.refused:7d} {r.p95_ms:7.2f} {r.open_mm:8.1f} {pinch:>13s} "
+              f"{r.fist_ratio:5.2f} {r.kapandji_follow:6.0%} of {r.kapandji_frames:4d}  "
+              f"{'PASS' if r.ok else 'FAIL'}")
+        for first, last, level, mm in r.pinches:
+            print(f"    pinch frames {first}-{last} (Kapandji {level}): thumb tip to finger tip {mm:.1f} mm")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hand_bringup.dex_acceptance", description=__doc__.split("\n\n")[0])
+    root = pathlib.Path(os.environ.get("HAND_TELEOP_ROOT", "."))
+    parser.add_argument("--video", default=str(root.parent / "shared" / "media" / "human_hand_video.mp4"))
+    parser.add_argument("--landmarks", default="", help="npz cache of the video's landmarks (written if missing)")
+    parser.add_argument("--robot-dir", default="", help="folder of the robot URDFs")
+    parser.add_argument("--robots", nargs="*", default=list(ROBOTS))
+    parser.add_argument("--no-derive", action="store_true", help="skip the derive_joint_map table")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    from hand_retarget.benchmark import video_landmarks
+    from hand_retarget.robot import default_robot_dir
+
+    if args.landmarks:
+        pathlib.Path(args.landmarks).parent.mkdir(parents=True, exist_ok=True)
+    lm = video_landmarks(args.video, args.landmarks or None)
+    robot_dir = args.robot_dir or None
+    rows = []
+    for name in args.robots:
+        rows.append(measure(name, lm, robot_dir))
+        print(f"[dex_acceptance] {name} done", file=sys.stderr, flush=True)
+    print_rows(rows)
+    ok = all(r.ok for r in rows)
+    if not args.no_derive:
+        from hand_description import paths
+        from hand_joint_mapper.derive_check import check, leap_with_wrist, print_table
+
+        base = pathlib.Path(robot_dir) if robot_dir else default_robot_dir()
+        urdfs = [str(paths.dex_urdf_path())]
+        for name in args.robots:
+            if name != "dex_hand":
+                family = name.rsplit("_", 1)[0]
+                urdfs.append(str(base / family / f"{name}.urdf"))
+        with tempfile.TemporaryDirectory() as tmp:
+            urdfs.append(str(leap_with_wrist(base / "leap_hand" / "leap_hand_right.urdf",
+                                             pathlib.Path(tmp) / "leap_hand_right_with_wrist.urdf")))
+            results = []
+            for u in urdfs:
+                try:
+                    results.append(check(u))
+                except ValueError as exc:
+                    print(f"{u}: derive_joint_map error: {exc}")
+                    ok = False
+            print_table(results)
+        ok = ok and all(r.ok for r in results)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,23 @@
+"""The acceptance table's pure parts (hand_bringup.dex_acceptance): pinch episodes and verdicts."""
+
+import numpy as np
+
+from hand_bringup.dex_acceptance import Row, episodes
+
+
+def test_pinch_episodes_are_runs_of_one_fingertip_level():
+    levels = np.array([0, 3, 3, 3, 3, 4, 4, 2, 5, 5, 5, 7, 7, 7, 6, 6, 6, -1, 3, 3, 3])
+    # index tip 1-4; middle only 2 frames (too short); ring 8-10; level 7 is no fingertip pinch;
+    # little tip 14-16; index again at the end (a run that reaches the last frame)
+    assert episodes(levels) == [(1, 4, 3), (8, 10, 5), (14, 16, 6), (18, 20, 3)]
+    assert episodes(levels, min_frames=2) == [(1, 4, 3), (5, 6, 4), (8, 10, 5), (14, 16, 6), (18, 20, 3)]
+    assert episodes(np.array([-1, 0, 1, 2, 8, 9, 10])) == []
+
+
+def test_a_row_passes_only_when_every_figure_does():
+    good = Row("x", 621, 0, 4.0, 3.0, [(1, 4, 3, 2.0), (8, 10, 5, 14.9)], 0.5, 0.85, 100)
+    assert good.ok and good.pinch_mm == 14.9
+    for change in ({"p95_ms": 5.1}, {"open_mm": 10.5}, {"pinches": [(1, 4, 3, 15.1)]}, {"fist_ratio": 0.61},
+                   {"kapandji_follow": 0.79}):
+        assert not Row(**{**good.__dict__, **change}).ok, change
+    assert np.isnan(Row("y", 1, 0, 1.0, 1.0, [], 0.5, 0.9, 10).pinch_mm)
