@@ -43,17 +43,29 @@ from hand_common import contract
 
 def parse_overrides(items: list[str]) -> dict[str, dict[str, Any]]:
     """``["tracker.mirror=true", "twin.render_rate=15"]`` → ``{"tracker": {"mirror": True}, ...}``.
-    Values are parsed as YAML scalars. ValueError names a malformed item."""
-    import yaml
-
+    Values are parsed as YAML scalars or lists; text that YAML reads as a mapping or cannot read
+    (``video:/clips/take: 2.mp4``: a ``": "`` inside) stays the text it is (a ROS parameter is never
+    a mapping). ValueError names a malformed item."""
     out: dict[str, dict[str, Any]] = {}
     for item in items:
         key, sep, value = item.partition("=")
         node, dot, param = key.partition(".")
         if not sep or not dot or not node or not param:
             raise ValueError(f"override '{item}' is not <node>.<parameter>=<value>")
-        out.setdefault(node, {})[param] = yaml.safe_load(value)
+        out.setdefault(node, {})[param] = parse_value(value)
     return out
+
+
+def parse_value(text: str) -> Any:
+    """A ``-p`` value: the YAML scalar or list ``text`` means, else ``text`` itself (see
+    :func:`parse_overrides`)."""
+    import yaml
+
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    return text if isinstance(value, dict) else value
 
 
 def robot_overrides(args: argparse.Namespace, overrides: dict[str, dict[str, Any]]) -> None:
@@ -75,7 +87,8 @@ def robot_overrides(args: argparse.Namespace, overrides: dict[str, dict[str, Any
 
 def parse_params_files(items: list[str]) -> dict[str, str]:
     """``["tracker=my.yaml"]`` → ``{"tracker": "/abs/my.yaml"}``; ValueError names a malformed item
-    or a missing file."""
+    or a missing file (the node names it is keyed to are checked by the Runner, which knows them:
+    :func:`hand_bringup.runner_core.check_params_file`)."""
     out = {}
     for item in items:
         key, sep, path = item.partition("=")
@@ -204,13 +217,14 @@ def run_profile(args: argparse.Namespace) -> int:
     finally:
         runner.stop()
     if runner.recording:
-        print("[runner] recording:\n" + runner.recording_summary(), flush=True)
+        print(f"[runner] {'recording' if cfg.record else 'messages (no bag)'}:\n" + runner.recording_summary(),
+              flush=True)
     if runner.monitor.foreign_transitions:
         print(f"[runner] warning: {len(runner.monitor.foreign_transitions)} lifecycle change(s) of the run's nodes "
               "came from another process:\n  " + "\n  ".join(runner.monitor.foreign_transitions),
               file=sys.stderr, flush=True)
     if runner.recording_problems:
-        print("[runner] error: the bag lost messages:\n  " + "\n  ".join(runner.recording_problems),
+        print("[runner] error: the run lost messages:\n  " + "\n  ".join(runner.recording_problems),
               file=sys.stderr, flush=True)
         code = code or 1
     return code

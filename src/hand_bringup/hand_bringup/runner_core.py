@@ -30,7 +30,13 @@ from hand_bringup.bringup import (
     shutdown_order,
 )
 from hand_bringup.runner_monitor import HISTORY, RunMonitor
-from hand_bringup.runner_recording import Recorder, check_counts, summary_lines
+from hand_bringup.runner_recording import (
+    Recorder,
+    check_counts,
+    check_received,
+    source_problem,
+    summary_lines,
+)
 from hand_common import contract
 from hand_common.processes import NodeProcess, ensure_local_discovery
 
@@ -56,10 +62,41 @@ def process_cpu_seconds(pid: int) -> float | None:
 
 
 def ros_value(v: Any) -> str:
-    """Python value → the text of a ``-p name:=value`` override (YAML scalar)."""
+    """Python value → the text of a ``-p name:=value`` override (rcl reads it as YAML): booleans
+    and numbers as YAML scalars, text double-quoted (JSON strings are YAML: a ``": "`` or a ``#``
+    inside stays text instead of breaking rcl's YAML scanner), lists as YAML flow sequences."""
+    import json
+
     if isinstance(v, bool):
         return "true" if v else "false"
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(ros_value(x) for x in v) + "]"
     return str(v)
+
+
+def check_params_file(path: str, node_name: str) -> None:
+    """ValueError when the YAML parameters file ``path`` has no section for ``node_name`` (rcl
+    applies ``<name>:``, ``/<name>:``, ``/**:`` and other wildcard keys to a node and silently
+    ignores the rest: a file keyed to a misspelt name would set nothing), naming the keys found."""
+    import fnmatch
+
+    import yaml
+
+    try:
+        with open(path, encoding="utf8") as f:
+            doc = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"--params-file {path}: cannot read it as YAML: {exc}") from None
+    if not isinstance(doc, dict) or not doc:
+        raise ValueError(f"--params-file {path}: not a ROS parameters file (<node name>: {{ros__parameters: ...}})")
+    for key in doc:
+        pattern = str(key).lstrip("/").replace("**", "*")
+        if fnmatch.fnmatchcase(node_name, pattern):
+            return
+    raise ValueError(f"--params-file {path} has sections for {sorted(map(str, doc))}, none for the node "
+                     f"/{node_name}: ROS would ignore the file (key it '{node_name}:' or '/**:')")
 
 
 @dataclass
@@ -109,6 +146,9 @@ class Runner:
         if unknown:
             raise ValueError(f"no node {unknown} in profile '{cfg.profile}'; its nodes are "
                              f"{[s.key for s in self.specs]}")
+        for spec in self.specs:
+            if spec.key in cfg.params_files:
+                check_params_file(cfg.params_files[spec.key], spec.name)
         for spec in self.specs:  # the profile's own parameters (two_hands: hands: two); -p overrides win
             for k, v in profile_params(cfg.profile, spec.key).items():
                 cfg.overrides.setdefault(spec.key, {}).setdefault(k, v)
@@ -395,18 +435,39 @@ class Runner:
         at most ``DRAIN_MAX_S``. Only the counted topics decide: /diagnostics keeps arriving at its
         own rate and must not keep a run that lost messages waiting forever (it then fails in
         :meth:`_check_recording`, naming the topic and the numbers)."""
-        if self.recorder is None:
+        if self.recorder is None and self.probe is None:
             return
         start = time.monotonic()
         end = start + self.DRAIN_IDLE_S
         while not self.monitor.source_finished() and self.cfg.video_frames and time.monotonic() < end:
             time.sleep(0.05)  # the tracker's final count comes with its next diagnostics
-        self.recorder.drain(self.published_counts, self.check_alive, idle_s=self.DRAIN_IDLE_S,
-                            until=start + self.DRAIN_MAX_S)
+        if self.recorder is not None:
+            self.recorder.drain(self.published_counts, self.check_alive, idle_s=self.DRAIN_IDLE_S,
+                                until=start + self.DRAIN_MAX_S)
+            return
+        # no bag: the runner's own keep-all subscriptions are the tally (--no-record)
+        last, last_change = None, time.monotonic()
+        while time.monotonic() - last_change < self.DRAIN_IDLE_S and time.monotonic() < start + self.DRAIN_MAX_S:
+            published, received = self.published_counts(), self.monitor.received_counts()
+            counts = {t: received.get(t, 0) for t in published}
+            if all(counts[t] >= n for t, n in published.items()):
+                return
+            if counts != last:
+                last, last_change = counts, time.monotonic()
+            self.check_alive()
+            time.sleep(0.05)
 
     def _check_recording(self) -> None:
-        """Fill ``recording`` and ``recording_problems`` (bag closed: its final counts)."""
+        """Fill ``recording`` and ``recording_problems`` (bag closed: its final counts; without a
+        bag, what the runner's own subscriptions received): a finite source's frames the tracker
+        dropped, fewer recorded (or received) than published."""
+        dropped = source_problem(self.monitor.source_frames())
+        if dropped:
+            self.recording_problems.append(dropped)
         if self.recorder is None:
+            if self.probe is not None:  # the runner subscribed: it has counts
+                self.recording, problems = check_received(self.published_counts(), self.monitor.received_counts())
+                self.recording_problems.extend(problems)
             return
         self.recording, problems = check_counts(self.recorder.counts(), self.published_counts(),
                                                 self.monitor.received_counts())

@@ -62,7 +62,8 @@ class RunMonitor:
         self.last_flexion: list[float] = []
         self.diagnostics: dict[str, dict[str, str]] = {}
         self.landmark_msgs = 0
-        self.flexion_msgs = 0
+        self.flexion_msgs = 0  # every flexion topic (two hands: both sides)
+        self.flexion_msgs_by_topic: dict[str, int] = {}
         #: /diagnostics is recorded: the recorder's reader feeds :meth:`read_diagnostics`
         self.diagnostics_from_bag = False
         #: lifecycle transitions of the run's nodes the runner did not request (another process's
@@ -82,7 +83,8 @@ class RunMonitor:
                                  contract.qos(MONITOR_QOS))
         for topic in ([contract.side_topic(contract.TOPIC_TARGET_FLEXIONS, s) for s in contract.HAND_SIDES]
                       if self.two_hands else [contract.TOPIC_TARGET_FLEXIONS]):
-            node.create_subscription(JointState, topic, self._on_flexions, contract.qos(MONITOR_QOS))
+            node.create_subscription(JointState, topic, lambda msg, t=topic: self._on_flexions(msg, t),
+                                     contract.qos(MONITOR_QOS))
             node.create_subscription(JointState, topic, self._on_latest_flexions, contract.qos(LATENCY_QOS))
         node.create_subscription(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, self._on_diagnostics,
                                  contract.qos(MONITOR_QOS))
@@ -137,8 +139,9 @@ class RunMonitor:
         if 0.0 <= latency < 10.0:  # else the stamp is not a capture time on this clock (replayed stamps)
             self.flexion_latency.append(latency)
 
-    def _on_flexions(self, msg) -> None:
+    def _on_flexions(self, msg, topic: str = contract.TOPIC_TARGET_FLEXIONS) -> None:
         self.flexion_msgs += 1
+        self.flexion_msgs_by_topic[topic] = self.flexion_msgs_by_topic.get(topic, 0) + 1
         stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
         by_name = dict(zip(msg.name, msg.position))
         self.last_flexion = [float(by_name.get(f, math.nan)) for f in contract.FINGER_NAMES]
@@ -219,24 +222,40 @@ class RunMonitor:
     def published_counts(self, landmarks_published: bool = True) -> dict[str, int]:
         """Messages the publishers say they sent, per topic, where they say it, once the tracker's
         source finished: /hand/landmarks from its ``frames`` diagnostic (one message per frame,
-        when ``landmarks_published``), /hand/target_flexions and /hand/joint_flexions from its
-        ``flexions_published``."""
+        when ``landmarks_published``; two hands: each side's landmarks topic too), the flexion
+        topics from its ``flexions_published`` (two hands: ``flexions_published_<side>`` on each
+        side's /target_flexions and /joint_flexions)."""
         st = self.tracker_status()
         out: dict[str, int] = {}
-        if st.get("watchdog") != "finished" or self.two_hands:
+        if st.get("watchdog") != "finished":
             return out
         if "frames" in st and landmarks_published:
             out[contract.TOPIC_LANDMARKS] = int(st["frames"])
-        if "flexions_published" in st:
+        if self.two_hands:
+            for side in contract.HAND_SIDES:
+                if "frames" in st and landmarks_published:
+                    out[contract.side_topic(contract.TOPIC_LANDMARKS, side)] = int(st["frames"])
+                if f"flexions_published_{side}" in st:
+                    n = int(st[f"flexions_published_{side}"])
+                    for topic in (contract.TOPIC_TARGET_FLEXIONS, contract.TOPIC_JOINT_FLEXIONS):
+                        out[contract.side_topic(topic, side)] = n
+        elif "flexions_published" in st:
             out[contract.TOPIC_TARGET_FLEXIONS] = out[contract.TOPIC_JOINT_FLEXIONS] = int(st["flexions_published"])
         return out
 
+    def source_frames(self) -> tuple[int, int] | None:
+        """(frames the tracker read from its finite source, of which it dropped) once the source
+        finished: ``frames`` processed + ``dropped_frames`` (a paced replay with drop_late_frames
+        drops the frames it cannot process in time); None before."""
+        st = self.tracker_status()
+        if st.get("watchdog") != "finished" or "frames" not in st:
+            return None
+        dropped = int(st.get("dropped_frames", "0") or 0)
+        return int(st["frames"]) + dropped, dropped
+
     def received_counts(self) -> dict[str, int]:
         """Messages the runner's own keep-all subscriptions received, per topic it counts."""
-        out = {contract.TOPIC_LANDMARKS: self.landmark_msgs}
-        if not self.two_hands:
-            out[contract.TOPIC_TARGET_FLEXIONS] = self.flexion_msgs
-        return out
+        return {contract.TOPIC_LANDMARKS: self.landmark_msgs, **self.flexion_msgs_by_topic}
 
 
 def _last(ring: deque, n: int) -> list:

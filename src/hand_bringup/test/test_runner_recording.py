@@ -103,3 +103,61 @@ def test_nothing_lost_is_no_problem(tmp_path):
     runner.recorder = _FakeRecorder({contract.TOPIC_LANDMARKS: 533})
     runner._check_recording()
     assert runner.recording_problems == []
+
+
+def test_frames_the_tracker_dropped_from_its_source_fail_the_run(tmp_path):
+    """A paced replay with drop_late_frames under load: the tracker published all it processed
+    (so the bag matches it) but dropped frames of the recording: the run fails, saying so."""
+    from hand_bringup.runner_core import RunConfig, Runner
+
+    runner = Runner(RunConfig(profile="rviz", out_dir=tmp_path))
+    runner.monitor.diagnostics = {"hand_tracker: tracking": {"watchdog": "finished", "frames": "619",
+                                                             "dropped_frames": "2"}}
+    runner.monitor.landmark_msgs = 619
+    runner.recorder = _FakeRecorder({contract.TOPIC_LANDMARKS: 619})
+    runner._check_recording()
+    assert runner.recording_problems == [
+        f"{contract.TOPIC_LANDMARKS}: the source had 621 frames, the tracker dropped 2 (drop_late_frames: not "
+        "processed in time at realtime pacing), 619 published; to keep every frame of a recording: "
+        "-p tracker.drop_late_frames=false or tracker.realtime=false"]
+
+
+def test_two_hands_counts_are_checked_per_side(tmp_path):
+    from hand_bringup.runner_core import RunConfig, Runner
+
+    runner = Runner(RunConfig(profile="two_hands", out_dir=tmp_path))
+    assert runner.two_hands
+    left_target = contract.side_topic(contract.TOPIC_TARGET_FLEXIONS, "left")
+    right_target = contract.side_topic(contract.TOPIC_TARGET_FLEXIONS, "right")
+    runner.monitor.diagnostics = {"hand_tracker: tracking": {
+        "watchdog": "finished", "frames": "300", "flexions_published": "450",
+        "flexions_published_left": "290", "flexions_published_right": "160"}}
+    runner.monitor.landmark_msgs = 300
+    runner.monitor.flexion_msgs_by_topic = {left_target: 290, right_target: 160}
+    published = runner.published_counts()
+    assert published[contract.TOPIC_LANDMARKS] == 300
+    assert published[left_target] == 290 and published[right_target] == 160
+    assert published[contract.side_topic(contract.TOPIC_JOINT_FLEXIONS, "right")] == 160
+    runner.recorder = _FakeRecorder({contract.TOPIC_LANDMARKS: 300, left_target: 290, right_target: 150})
+    runner._check_recording()
+    assert runner.recording_problems == [
+        f"{right_target}: published 160, recorded 150 (10 lost)",
+        f"{right_target}: the runner received 160, the bag holds 150 (10 lost)"]
+
+
+def test_without_a_bag_the_runner_tallies_what_it_received(tmp_path):
+    """--no-record: the counts (and a loss) come from the runner's own subscriptions."""
+    from hand_bringup.runner_core import RunConfig, Runner
+
+    runner = Runner(RunConfig(profile="rviz", out_dir=tmp_path, record=False))
+    runner.probe = object()  # connected (no ROS needed for the check)
+    runner.monitor.diagnostics = {"hand_tracker: tracking": {"watchdog": "finished", "frames": "533",
+                                                             "flexions_published": "500"}}
+    runner.monitor.landmark_msgs = 533
+    runner.monitor.flexion_msgs_by_topic = {contract.TOPIC_TARGET_FLEXIONS: 498}
+    runner._check_recording()
+    assert runner.recording[contract.TOPIC_LANDMARKS] == {"published": 533, "recorded": None, "monitor": 533}
+    assert runner.recording_problems == [f"{contract.TOPIC_TARGET_FLEXIONS}: published 500, the runner received 498 "
+                                         "(2 lost)"]
+    assert f"{contract.TOPIC_LANDMARKS}: published 533, received 533 (no bag)" in runner.recording_summary()
+    runner.probe = None

@@ -69,6 +69,8 @@ class RunSnapshot:
     tracking: str  # the last frame's status: tracked, held, lost ("" before the first frame)
     reason: str
     sides_status: dict[str, str]
+    #: two hands: flexion messages per side (``flexions_published`` is their sum)
+    flexions_by_side: dict[str, int] = field(default_factory=dict)
 
 
 class RunState:
@@ -92,6 +94,7 @@ class RunState:
             self._last_error = ""
             self._bad_frames = 0
             self._flexions_published = 0  # /hand/target_flexions (= /hand/joint_flexions) messages, one hand
+            self._flexions_by_side: dict[str, int] = {}  # two hands: per side (their sum is the above)
             self._publish_retries = 0  # batch source: publishes retried while a keep-all history was full
             self._tracking = ""
             self._reason = ""
@@ -133,9 +136,12 @@ class RunState:
             self._finished = True
             return self._total.frames
 
-    def flexions_sent(self) -> None:
+    def flexions_sent(self, side: str | None = None) -> None:
+        """One flexion message pair published (two hands: on ``side``'s topics)."""
         with self.lock:
             self._flexions_published += 1
+            if side is not None:
+                self._flexions_by_side[side] = self._flexions_by_side.get(side, 0) + 1
 
     def publish_retried(self) -> None:
         with self.lock:
@@ -164,7 +170,8 @@ class RunState:
                                bad_frames=self._bad_frames, flexions_published=self._flexions_published,
                                publish_retries=self._publish_retries, last_error=self._last_error,
                                tracking=self._tracking, reason=self._reason,
-                               sides_status=dict(self._sides_status))
+                               sides_status=dict(self._sides_status),
+                               flexions_by_side=dict(self._flexions_by_side))
 
 
 @dataclass(frozen=True)
@@ -243,6 +250,7 @@ def build_status(r: TrackerReport) -> Status:
     if r.two_hands:
         for side in r.sides:
             values[f"tracking_{side}"] = run.sides_status.get(side, "none")
+            values[f"flexions_published_{side}"] = str(run.flexions_by_side.get(side, 0))
         values["identity_swaps"] = str(r.identity_swaps)
         values["label_disagreements"] = str(r.label_disagreements)
     else:

@@ -438,11 +438,12 @@ class TrackerNode(SafeLifecycleNode):
                 h = out.identity.hands[side]
                 if landmarks is not None:
                     self._send(pub_lm, array([h] if h is not None else []))
-                self._publish_flexions(out.sides[side], stamp, pub_target, pub_joints)
+                self._publish_flexions(out.sides[side], stamp, pub_target, pub_joints, side)
             return
         self._publish_flexions(out, stamp, self._pub_target, self._pub_joints)
 
-    def _publish_flexions(self, out: TrackOutput, stamp: Time, pub_target, pub_joints) -> None:
+    def _publish_flexions(self, out: TrackOutput, stamp: Time, pub_target, pub_joints,
+                          side: str | None = None) -> None:
         try:
             msgs = flexion_messages(out, stamp, self.get_fully_qualified_name())
         except ValueError as exc:  # cannot happen; never publish NaN
@@ -452,7 +453,7 @@ class TrackerNode(SafeLifecycleNode):
             return
         self._send(pub_target, msgs[0])
         self._send(pub_joints, msgs[1])
-        self._run.flexions_sent()
+        self._run.flexions_sent(side)
 
     def _on_landmarks(self, msg: HandLandmarksArray) -> None:
         """topic: replay — recorded/remote landmarks through geometry, filter and calibration."""

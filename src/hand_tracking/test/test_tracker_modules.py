@@ -120,6 +120,20 @@ def test_run_state_watchdog_and_status():
     assert "hand_switches" not in two.values and two.values["identity_swaps"] == "0"
 
 
+def test_two_hands_status_counts_flexions_per_side():
+    """Two hands: the per-side flexion topics' counts, so that the runner can check them (issue 27)."""
+    run = RunState(now=0.0)
+    ms = {"decode": 1.0, "inference": 30.0, "geometry_filter": 0.5, "publish": 0.2}
+    for i in range(3):
+        run.frame_done(0.1 * (i + 1), "tracked", "", {"left": "tracked", "right": "lost"}, ms)
+        run.flexions_sent("left")
+    run.flexions_sent("right")
+    v = build_status(TrackerReport("hand_tracker", "active", "video:x", 1.0, run.snapshot(0.4), 0, {},
+                                   "parameters", two_hands=True, sides=("left", "right"))).values
+    assert (v["flexions_published"], v["flexions_published_left"], v["flexions_published_right"]) == ("4", "3", "1")
+    assert v["tracking_left"] == "tracked" and v["tracking_right"] == "lost"
+
+
 def test_parameter_problems():
     v = defaults()
     assert {s.name for s in PARAMS} == set(v)
