@@ -53,6 +53,9 @@ RENAMED: dict[str, str] = {
     "frame_timeout": "frame_timeout_s",
     "diagnostics_period": "diagnostics_period_s",
     "calibration_duration": "calibration_duration_s",
+    # issue 22: the gate's bone-length jump against the last accepted frame became a motion check
+    # against a prediction, with a tolerance in hand image sizes
+    "gate_max_bone_jump": "gate_motion_tolerance",
 }
 
 
