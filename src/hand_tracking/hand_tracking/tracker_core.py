@@ -8,9 +8,10 @@ replay of recorded landmarks computes the same outputs bit for bit), and returns
 1. pick the hand to follow (``hand_preference``: any/right/left; the most confident one);
 2. build one skeleton (``landmark_mode``): the two MediaPipe heads fused (default,
    :func:`hand_tracking.geometry.fused_points`), world landmarks alone, or image landmarks in pixels;
-3. the frame-quality gate (:class:`QualityGate`): a degenerate skeleton
-   (:func:`hand_tracking.geometry.check_skeleton`), landmarks largely outside the image, a palm
-   width or finger lengths no hand has, a sudden bone-length jump against the last accepted frame,
+3. the frame-quality gate (:class:`QualityGate`), judged in the image relative to the hand's own
+   image size (never on the world head's scale): a degenerate skeleton
+   (:func:`hand_tracking.geometry.check_skeleton`), landmarks largely outside the image, a digit
+   too long for the hand, a joint folded back, an image shape the recent motion does not predict,
    or a low handedness score make the frame a *rejected* miss; each reason is counted in
    :attr:`TrackerCore.rejections`. Then the 15 joint angles;
 4. a 1€ filter on the 15 *angles* (rad). Filtering angles rather than flexions keeps the filter
@@ -23,6 +24,10 @@ replay of recorded landmarks computes the same outputs bit for bit), and returns
 Misses (no hand, rejected skeleton): the last filtered pose is *held* (status ``held``, output on
 every frame) for up to ``max_missed_frames`` consecutive frames; after that the filter is reset
 and nothing is output (status ``lost``) until a hand returns, so no stale pose is presented as live.
+Only a *consistent* pose is held (an accepted frame whose curls agree with a neighbouring accepted
+frame's, ``hold_max_step``/``hold_max_speed``): after a reading that jumped away from its
+predecessor and was not confirmed, the hold falls back to the last consistent pose and its filter
+state. Holds are counted per cause in :attr:`TrackerCore.holds`.
 """
 
 from __future__ import annotations
