@@ -192,7 +192,9 @@ def run_profile(args: argparse.Namespace) -> int:
         frames = topic_counts(target).get(contract.TOPIC_LANDMARKS, ("", 0))[1] or None
     console_url = console_overrides(args, overrides)
     cfg = RunConfig(profile=args.profile, out_dir=out, overrides=overrides, params_files=params_files,
-                    record=not args.no_record, sim_board=not args.no_sim_board, video_frames=None,
+                    record=not args.no_record, sim_board=not args.no_sim_board,
+                    sim_board_dir=pathlib.Path(args.sim_board_dir).resolve() if args.sim_board_dir else None,
+                    video_frames=None,
                     idle_stop_s=30.0 if frames else None, duration_s=args.duration, console=console_url is not None)
     cfg.video_frames = frames  # progress display; the run ends when the tracker reports its source finished
     runner = Runner(cfg)
@@ -288,6 +290,8 @@ def build_parser(handlers: dict[str, Any] | None = None) -> argparse.ArgumentPar
         s.add_argument("--no-record", action="store_true", help="do not write a bag")
         s.add_argument("--no-sim-board", action="store_true", help="hardware: use a real board at servo_driver.port")
         s.add_argument("--duration", type=float, help="stop after this many seconds")
+        s.add_argument("--sim-board-dir", metavar="DIR",
+                       help="the simulated board's link, pulse log and stats here instead of --out")
         s.add_argument("--peer", action="append", metavar="HOST",
                        help="two hosts: the other host's address or name (repeatable); DDS then reaches this "
                             "host and the peers only, over UDP (ROS_STATIC_PEERS; use the same ROS_DOMAIN_ID "

@@ -109,6 +109,9 @@ class RunConfig:
     params_files: dict[str, str] = field(default_factory=dict)
     record: bool = True
     sim_board: bool = True
+    #: where the simulated board's link, pulse log and stats go (default: out_dir); the board
+    #: stands for hardware whose own log is not on the run's disk (a full-disk test keeps it apart)
+    sim_board_dir: pathlib.Path | None = None
     video_frames: int | None = None  # stop after this many frames have been processed
     idle_stop_s: float | None = None  # stop when no landmarks arrive for this long (end of a file)
     duration_s: float | None = None
@@ -174,9 +177,11 @@ class Runner:
 
     # --- processes ----------------------------------------------------------------------------
     def _start_board(self) -> str:
-        link = str(self.cfg.out_dir / "servo_board.tty")
+        board_dir = pathlib.Path(self.cfg.sim_board_dir or self.cfg.out_dir)
+        board_dir.mkdir(parents=True, exist_ok=True)
+        link = str(board_dir / "servo_board.tty")
         self.board = NodeProcess.module(
-            "hand_servo_driver.sim_board", "--link", link, "--log", str(self.cfg.out_dir / "servo_board_pulses.jsonl"),
+            "hand_servo_driver.sim_board", "--link", link, "--log", str(board_dir / "servo_board_pulses.jsonl"),
             log_path=str(self.log_dir / "sim_board.log"))
         end = time.monotonic() + 15
         while not os.path.exists(link):
@@ -268,9 +273,14 @@ class Runner:
         self.monitor.read_diagnostics(msg)
 
     def flush_recording(self) -> None:
-        """Commit the bag's pending segment if it is due (called ~20 times a second)."""
+        """Commit the bag's pending segment if it is due (called ~20 times a second); RuntimeError
+        (``failure``) when the bag cannot be written any more (a full disk: the message names the
+        file): the run ends, actuators to the safe pose first, with exit 1."""
         if self.recorder is not None:
             self.recorder.flush()
+            if self.recorder.error is not None:
+                self.failure = self.recorder.error
+                raise RuntimeError(self.failure)
 
     def bring_up(self, timeout: float = 60.0) -> None:
         """Wait for every node's lifecycle services (failing fast, with its log, if a process dies),

@@ -98,6 +98,9 @@ class Recorder:
         self._subs: dict[str, Any] = {}  # topic -> the recorder's subscription
         self._lock = threading.Lock()
         self._on_diagnostics = on_diagnostics
+        #: why the bag stopped (a full disk: the file and the OS error), None while it records
+        self.error: str | None = None
+        self._held: dict[str, int] = {}  # after an error: what the bag holds (its committed segments)
 
     def record(self, topic: str, type_name: str) -> None:
         """Record ``topic`` (ROS type name like ``sensor_msgs/msg/JointState``) from now on; a topic
@@ -140,21 +143,41 @@ class Recorder:
         def cb(data: bytes) -> None:
             with self._lock:
                 if self.bag is not None:
-                    self.bag.write(topic, time.time_ns(), data)
+                    try:
+                        self.bag.write(topic, time.time_ns(), data)
+                    except OSError as exc:  # never out of an rclpy callback (it aborted the runner)
+                        self._stop_on(exc)
             if diagnostics:
                 self._on_diagnostics(deserialize_message(data, DiagnosticArray))
         return cb
+
+    def _stop_on(self, exc: OSError) -> None:
+        """The bag cannot be written (a full disk): keep what it committed (it opens: every
+        segment before this one), drop the pending segment (its space goes back to the disk, for
+        the logs of the shutdown), record ``error`` naming the file, record nothing more. Called
+        with the lock held."""
+        bag, self.bag = self.bag, None
+        self._held = dict(bag.committed)
+        pending = bag._staging / f"{bag._staging.name}.mcap"
+        self.error = (f"cannot write the bag {bag.path} ({exc.filename or pending}: {exc.strerror or exc}); "
+                      f"it keeps the {sum(self._held.values())} messages committed before")
+        import shutil
+
+        shutil.rmtree(bag._staging, ignore_errors=True)
 
     def flush(self) -> None:
         """Commit the bag's pending segment if it is due (called ~20 times a second)."""
         with self._lock:
             if self.bag is not None:
-                self.bag.flush_if_due()
+                try:
+                    self.bag.flush_if_due()
+                except OSError as exc:
+                    self._stop_on(exc)
 
     def count(self, topic: str) -> int:
         """Messages of ``topic`` written to the bag so far."""
         with self._lock:
-            return self.bag.counts.get(topic, 0) if self.bag is not None else 0
+            return self.bag.counts.get(topic, 0) if self.bag is not None else self._held.get(topic, 0)
 
     def wait_for_publishers(self, expected: set[str], node_names: Iterable[str], timeout: float = 10.0) -> None:
         """Before anything is active: record what the configured nodes publish and wait until
@@ -195,9 +218,12 @@ class Recorder:
     def counts(self) -> dict[str, int]:
         """Messages written per topic (after :meth:`close`: the bag's final counts)."""
         with self._lock:
-            return dict(self.bag.counts)
+            return dict(self.bag.counts) if self.bag is not None else dict(self._held)
 
     def close(self) -> None:
         with self._lock:
             if self.bag is not None:
-                self.bag.close()
+                try:
+                    self.bag.close()
+                except OSError as exc:  # the merge needs a second copy's space: the segments stay
+                    self._stop_on(exc)

@@ -219,11 +219,13 @@ class BagWriter:
             self._open_segment()  # topics that never got a message stay declared (as rosbag2 does)
         self._commit_segment()
         self._closed = True
-        if merge and self._files:  # one segment too: a closed bag is always <name>.mcap, however fast it was written
-            self._merge()
         import shutil
 
-        shutil.rmtree(self._staging, ignore_errors=True)
+        try:
+            if merge and self._files:  # one segment too: a closed bag is always <name>.mcap, however fast it was written
+                self._merge()
+        finally:  # a merge that failed (a full disk) leaves the bag as its committed segments
+            shutil.rmtree(self._staging, ignore_errors=True)
 
     def _merge(self) -> None:
         """Join the committed segments into ``<bag name>.mcap`` (see :meth:`close`)."""

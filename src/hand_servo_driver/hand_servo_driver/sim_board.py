@@ -85,6 +85,7 @@ class SimBoard:
         self.injected: list[dict[str, Any]] = []
         self.frames_applied = 0
         self.heartbeats = 0
+        self.log_lost = 0  # log records (and lines of its own output) a full disk refused
         self.totals = {k: 0 for k in p.COUNTER_NAMES}
         self._prev_counters = {k: 0 for k in p.COUNTER_NAMES}
         self._dirty = True
@@ -109,12 +110,23 @@ class SimBoard:
 
     def say(self, msg: str) -> None:
         if not self.quiet:
-            print(f"sim_board: {msg}", flush=True)
+            try:
+                print(f"sim_board: {msg}", flush=True)
+            except OSError:  # stdout is a file on a full disk: the board keeps serving the driver
+                self.log_lost += 1
 
     def record(self, event: str, **fields: Any) -> None:
+        """One JSON line in the log. A write that fails (a full disk) is counted in ``log_lost``
+        (stats) and said once: a board whose log cannot be written keeps answering the driver, so
+        that the driver can still send the safe pose (it crashed with the disk before, issue 27)."""
         if self._log:
             rec = {"t": round(time.time(), 6), "mono": round(time.monotonic(), 6), "event": event, **fields}
-            self._log.write(json.dumps(rec) + "\n")
+            try:
+                self._log.write(json.dumps(rec) + "\n")
+            except OSError as exc:
+                self.log_lost += 1
+                if self.log_lost == 1:
+                    self.say(f"cannot write the log {self._log.name}: {exc}; still serving, records lost are counted")
         self._dirty = True
 
     def stats(self) -> dict[str, Any]:
@@ -125,7 +137,7 @@ class SimBoard:
             "counters": b.counters() if b else None, "totals": dict(self.totals),
             "rejected_total": sum(self.totals[k] for k in ERROR_COUNTERS),
             "outputs": list(b.outputs) if b else None, "flags": int(b.status_flags()) if b else None,
-            "frames_applied": self.frames_applied, "heartbeats": self.heartbeats,
+            "frames_applied": self.frames_applied, "heartbeats": self.heartbeats, "log_lost": self.log_lost,
             "injected": list(self.injected), "pending_injections": list(self.pending),
             "mono": time.monotonic(),
         }
@@ -137,10 +149,15 @@ class SimBoard:
         if not force and now - self._last_stats_t < 0.05:
             return
         tmp = f"{self.stats_path}.tmp{os.getpid()}"
-        with open(tmp, "w") as f:
-            json.dump(self.stats(), f)
-        os.replace(tmp, self.stats_path)
         self._last_stats_t = now
+        try:
+            with open(tmp, "w") as f:
+                json.dump(self.stats(), f)
+            os.replace(tmp, self.stats_path)
+        except OSError:  # a full disk: the previous stats file stays; tried again when due
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            return
         self._dirty = False
 
     # --- the pty ------------------------------------------------------------------------------------
@@ -346,7 +363,8 @@ class SimBoard:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.control_path)
         if self._log:
-            self._log.close()
+            with contextlib.suppress(OSError):  # a full disk: what could not be written is counted
+                self._log.close()
 
 
 # --- reading what it recorded ----------------------------------------------------------------------------
