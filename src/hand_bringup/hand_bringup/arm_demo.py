@@ -27,11 +27,13 @@ from typing import Any
 import numpy as np
 
 from arm_teleop import topics
+from hand_bringup.bringup import ARM_DRIVER, ARM_TELEOP, ARM_TWIN, TRACKER
 from hand_bringup.runner import _video_frame_count
 from hand_bringup.runner_core import RunConfig, Runner
 from hand_bringup.runner_monitor import MONITOR_QOS
 from hand_common import contract
 from hand_common.processes import NodeProcess
+from hand_tracking import interface as tracker_iface
 
 ARM_TOPICS = {topics.TELEOP_STATE: "std_msgs/msg/String", topics.JOINT_COMMANDS: "sensor_msgs/msg/JointState",
               topics.TWIN_JOINT_STATES: "sensor_msgs/msg/JointState",
@@ -59,7 +61,7 @@ class ArmRunner(Runner):
                 if not self.bus_proc.alive() or time.monotonic() > end:
                     raise RuntimeError(f"simulated bus did not come up:\n{self.bus_proc.tail()}")
                 time.sleep(0.05)
-            self.cfg.overrides.setdefault("arm_driver", {}).update(
+            self.cfg.overrides.setdefault(ARM_DRIVER, {}).update(
                 {"real_hardware": True, "allow_motion": True, "port": link})
         super().start()
 
@@ -93,9 +95,10 @@ def run_demo(video: str, out: pathlib.Path, mode: str = "cartesian", record: boo
     overrides = {
         # the tracker's own model_complexity (config/tracker.yaml, 1), the one the gesture
         # thresholds are measured with (arm_teleop.gestures)
-        "tracker": {"source": f"video:{video}", "realtime": True, "drop_late_frames": False},
-        "arm_twin": {"render_rate": 30.0, "record_dir": str(twin_dir)},
-        "arm_teleop": {"control_mode": mode},
+        TRACKER: {tracker_iface.PARAM_SOURCE: f"video:{video}", tracker_iface.PARAM_REALTIME: True,
+                  tracker_iface.PARAM_DROP_LATE_FRAMES: False},
+        ARM_TWIN: {"render_rate": 30.0, "record_dir": str(twin_dir)},
+        ARM_TELEOP: {"control_mode": mode},
     }
     cfg = RunConfig(profile="arm", out_dir=out, overrides=overrides, record=record, sim_board=False,
                     video_frames=n_frames, idle_stop_s=5.0)

@@ -20,7 +20,7 @@ import time
 
 
 def main(argv: list[str] | None = None) -> int:
-    from hand_bringup.bringup import NODES, executable_path, share_file
+    from hand_bringup.bringup import NODES, SERVO_DRIVER, executable_path, share_file
     from hand_common.lifecycle_client import LifecycleClient
     from hand_common.probe import RosProbe
     from hand_common.processes import NodeProcess
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--connect-timeout", type=float, default=3.0, help="the driver's connect_timeout_s")
     a = ap.parse_args(argv)
-    spec = NODES["servo_driver"]
+    spec = NODES[SERVO_DRIVER]
     tmp = tempfile.mkdtemp(prefix="bench_configure_")
     probe = RosProbe("bench_configure")
     times = []

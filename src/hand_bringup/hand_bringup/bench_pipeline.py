@@ -93,22 +93,24 @@ def _p95(values: list[float]) -> float | None:
 
 def run_scenario(name: str, video: str, n_frames: int, out: pathlib.Path, live_render: bool,
                  shared: bool, niced: bool = True, drop_late: bool = False) -> dict[str, Any]:
-    from hand_bringup.bringup import NODES
+    from hand_bringup.bringup import NODES, TRACKER, TWIN
     from hand_bringup.demo import CALIBRATION_SCHEDULE, LiveCalibration, tracker_diagnostics, write_outputs
     from hand_bringup.runner_core import RunConfig, Runner
+    from hand_tracking import interface as tracker_iface
 
     out.mkdir(parents=True, exist_ok=True)
     full = name != "alone"
     overrides: dict[str, dict[str, Any]] = {
-        "tracker": {"source": f"video:{video}", "realtime": True, "drop_late_frames": drop_late}}
+        TRACKER: {tracker_iface.PARAM_SOURCE: f"video:{video}", tracker_iface.PARAM_REALTIME: True,
+                  tracker_iface.PARAM_DROP_LATE_FRAMES: drop_late}}
     if full:
-        overrides["twin"] = ({"render_rate": 30.0, "publish_image": False, "record_dir": str(out / "twin_frames")}
+        overrides[TWIN] = ({"render_rate": 30.0, "publish_image": False, "record_dir": str(out / "twin_frames")}
                              if live_render else {"render_rate": 0.0, "publish_image": False})
     cfg = RunConfig(profile="demo", out_dir=out, overrides=overrides, record=full, sim_board=full,
                     video_frames=n_frames, idle_stop_s=5.0)
     runner = Runner(cfg)
     if not full:
-        runner.specs = [NODES["tracker"]]
+        runner.specs = [NODES[TRACKER]]
     if not niced:  # A/B: every node at the runner's priority, as before NodeSpec.nice
         runner.specs = [dataclasses.replace(spec, nice=0) for spec in runner.specs]
     calibration = LiveCalibration(CALIBRATION_SCHEDULE if (full and shared) else ())

@@ -11,6 +11,30 @@ import os
 from dataclasses import dataclass
 
 from hand_common import contract
+from hand_joint_mapper import interface as mapper_iface
+from hand_servo_driver import interface as servo_iface
+from hand_tracking import interface as tracker_iface
+from hand_twin_mujoco import interface as twin_iface
+
+#: The node keys (runner ``-p <key>.<param>``, ``<key>_params`` launch arguments, log file names).
+TRACKER, JOINT_MAPPER, TWIN, SERVO_DRIVER = "tracker", "joint_mapper", "twin", "servo_driver"
+ARM_TELEOP, ARM_TWIN, ARM_DRIVER = "arm_teleop", "arm_twin", "arm_driver"
+GZ_COMMANDER, DEX_RETARGET, DEX_TWIN, CONSOLE = "gz_commander", "dex_retarget", "dex_twin", "console"
+
+
+@dataclass(frozen=True)
+class LaunchArg:
+    """A node parameter set from a launch argument: ``param`` := LaunchConfiguration(``arg``) as
+    ``type``. ``expr``: a computed value instead of the argument itself (launch_common builds it:
+    ``not`` = the argument negated (``viewer`` from ``headless``), ``servo_port`` = ``port``, or
+    the simulated board's pty with ``sim_board:=true``). ``default``: for an argument that only
+    some profiles declare."""
+
+    param: str
+    arg: str
+    type: type = str
+    expr: str = ""
+    default: str | None = None
 
 
 @dataclass(frozen=True)
@@ -21,7 +45,8 @@ class NodeSpec:
     runner starts the process with (0 = as the runner): consumers that are not on the hot path
     (camera → landmarks → flexion → publish) get a positive one, so under CPU contention the
     tracker runs first and they shed load (the kernel's CFS gives nice +5 about 1/3 of the share
-    of nice 0)."""
+    of nice 0). ``launch_args``: its parameters the launch arguments set (launch files only; the
+    runner passes ``-p`` overrides)."""
 
     key: str
     package: str
@@ -30,49 +55,59 @@ class NodeSpec:
     params_file: str
     actuator: bool = False
     nice: int = 0
+    launch_args: tuple[LaunchArg, ...] = ()
 
 
 NODES: dict[str, NodeSpec] = {
     s.key: s
     for s in (
-        NodeSpec("tracker", "hand_tracking", "tracker_node", contract.TRACKER_NODE, "config/tracker.yaml"),
-        NodeSpec("joint_mapper", "hand_joint_mapper", "joint_mapper", contract.JOINT_MAPPER_NODE,
+        NodeSpec(TRACKER, "hand_tracking", "tracker_node", tracker_iface.NODE, "config/tracker.yaml",
+                 launch_args=tuple(LaunchArg(p, a, t) for p, (a, t) in tracker_iface.LAUNCH_ARGS.items())),
+        NodeSpec(JOINT_MAPPER, "hand_joint_mapper", "joint_mapper", mapper_iface.NODE,
                  "config/joint_mapper.yaml", nice=10),
-        NodeSpec("twin", "hand_twin_mujoco", "twin_node", contract.TWIN_NODE, "config/twin.yaml", actuator=True,
-                 nice=5),
-        NodeSpec("servo_driver", "hand_servo_driver", "servo_driver", contract.SERVO_DRIVER_NODE,
-                 "config/servo_driver.yaml", actuator=True),
+        # headless:=true → no interactive viewer (offscreen rendering only)
+        NodeSpec(TWIN, "hand_twin_mujoco", "twin_node", twin_iface.NODE, "config/twin.yaml", actuator=True,
+                 nice=5, launch_args=(LaunchArg(twin_iface.PARAM_VIEWER, "headless", bool, expr="not"),)),
+        NodeSpec(SERVO_DRIVER, "hand_servo_driver", "servo_driver", servo_iface.NODE,
+                 "config/servo_driver.yaml", actuator=True,
+                 launch_args=(LaunchArg(servo_iface.PARAM_PORT, "port", str, expr="servo_port"),)),
         # SO-101 arm (package arm_teleop; names = arm_teleop.topics)
-        NodeSpec("arm_teleop", "arm_teleop", "arm_teleop", "arm_teleop", "config/arm_teleop.yaml"),
-        NodeSpec("arm_twin", "arm_teleop", "arm_twin", "arm_twin", "config/arm_twin.yaml", actuator=True),
-        NodeSpec("arm_driver", "arm_teleop", "arm_driver", "arm_driver", "config/arm_driver.yaml", actuator=True),
+        NodeSpec(ARM_TELEOP, "arm_teleop", "arm_teleop", "arm_teleop", "config/arm_teleop.yaml",
+                 launch_args=(LaunchArg("control_mode", "control_mode"),)),
+        NodeSpec(ARM_TWIN, "arm_teleop", "arm_twin", "arm_twin", "config/arm_twin.yaml", actuator=True),
+        NodeSpec(ARM_DRIVER, "arm_teleop", "arm_driver", "arm_driver", "config/arm_driver.yaml", actuator=True,
+                 launch_args=(LaunchArg("real_hardware", "real_hardware", bool),
+                              LaunchArg("allow_motion", "allow_motion", bool), LaunchArg("port", "port"))),
         # Gazebo (stock installs with gz sim; package hand_gazebo): flexions -> joint commands for ros_gz_bridge
-        NodeSpec("gz_commander", "hand_gazebo", "gz_commander", "gz_hand_commander", "config/gz_commander.yaml",
+        NodeSpec(GZ_COMMANDER, "hand_gazebo", "gz_commander", "gz_hand_commander", "config/gz_commander.yaml",
                  actuator=True),
-        # dexterous hand (package hand_retarget; names = hand_retarget.topics): landmarks -> DexPilot -> twin
-        NodeSpec("dex_retarget", "hand_retarget", "retarget_node", "dex_retarget", "config/retarget.yaml"),
-        NodeSpec("dex_twin", "hand_retarget", "dex_twin_node", "dex_twin", "config/dex_twin.yaml", actuator=True),
+        # dexterous hand (package hand_retarget; names = hand_retarget.topics): landmarks -> DexPilot -> twin;
+        # robot:=leap_hand_right (dex profile; empty = dex_hand)
+        NodeSpec(DEX_RETARGET, "hand_retarget", "retarget_node", "dex_retarget", "config/retarget.yaml",
+                 launch_args=tuple(LaunchArg(n, n, default="") for n in ("robot", "robot_urdf", "robot_dir"))),
+        NodeSpec(DEX_TWIN, "hand_retarget", "dex_twin_node", "dex_twin", "config/dex_twin.yaml", actuator=True,
+                 launch_args=tuple(LaunchArg(n, n, default="") for n in ("robot", "robot_urdf", "robot_dir"))),
         # the operator console (package hand_console, issue 23): a web page; runner --console, launch console:=true
-        NodeSpec("console", "hand_console", "console", contract.CONSOLE_NODE, "config/console.yaml", nice=10),
+        NodeSpec(CONSOLE, "hand_console", "console", contract.CONSOLE_NODE, "config/console.yaml", nice=10),
     )
 }
 
 #: Node keys per way of running, in activation order: consumers first, the tracker last, so no
 #: command is published before its consumers listen. Shutdown runs :func:`shutdown_order`.
 PROFILES: dict[str, tuple[str, ...]] = {
-    "sim": ("twin", "tracker"),
-    "rviz": ("joint_mapper", "tracker"),
-    "hardware": ("servo_driver", "tracker"),
-    "demo": ("twin", "joint_mapper", "servo_driver", "tracker"),
-    "arm": ("arm_twin", "arm_driver", "arm_teleop", "tracker"),
-    "two_hands": ("twin", "tracker"),
-    "gazebo": ("gz_commander", "tracker"),  # + gz sim and ros_gz_bridge: hand_gazebo's gazebo.launch.py
-    "dex": ("dex_twin", "dex_retarget", "tracker"),  # /hand/landmarks -> dexterous twin
+    "sim": (TWIN, TRACKER),
+    "rviz": (JOINT_MAPPER, TRACKER),
+    "hardware": (SERVO_DRIVER, TRACKER),
+    "demo": (TWIN, JOINT_MAPPER, SERVO_DRIVER, TRACKER),
+    "arm": (ARM_TWIN, ARM_DRIVER, ARM_TELEOP, TRACKER),
+    "two_hands": (TWIN, TRACKER),
+    "gazebo": (GZ_COMMANDER, TRACKER),  # + gz sim and ros_gz_bridge: hand_gazebo's gazebo.launch.py
+    "dex": (DEX_TWIN, DEX_RETARGET, TRACKER),  # /hand/landmarks -> dexterous twin
     # two hosts (README "Two hosts"): the computer by the robot hand runs only the actuator side,
     # the operator's laptop (camera) only the tracker; DDS between them (runner --peer, launch peer:=)
-    "robot": ("servo_driver",),
-    "robot_twin": ("twin",),
-    "operator": ("tracker",),
+    "robot": (SERVO_DRIVER,),
+    "robot_twin": (TWIN,),
+    "operator": (TRACKER,),
 }
 
 #: The two-host profiles: robot side (actuators, started first) and operator side (camera, tracker).
@@ -87,8 +122,9 @@ TWO_HOST_FASTDDS_PROFILE = "config/fastdds_two_host.xml"
 #: alike; a runner ``-p`` override still wins): profile -> node key -> {parameter: value}.
 PROFILE_PARAMS: dict[str, dict[str, dict[str, object]]] = {
     # both operator hands, identity-tracked, each driving its own hand of the two-hand twin
-    "two_hands": {"tracker": {"hands": "two"}, "twin": {"hands": "two"}},
-    "gazebo": {"tracker": {"hands": "two"}},
+    "two_hands": {TRACKER: {tracker_iface.PARAM_HANDS: tracker_iface.HANDS_TWO},
+                  TWIN: {twin_iface.PARAM_HANDS: twin_iface.HANDS_TWO}},
+    "gazebo": {TRACKER: {tracker_iface.PARAM_HANDS: tracker_iface.HANDS_TWO}},
 }
 
 
@@ -111,10 +147,18 @@ def profile_nodes(profile: str) -> list[NodeSpec]:
 
 
 def shutdown_order(specs: list[NodeSpec]) -> list[NodeSpec]:
-    """Actuators first (they go to their safe pose while commands still flow), then the rest in
-    reverse activation order."""
+    """The one shutdown order (runner and lifecycle manager): actuators first (they go to their
+    safe pose while commands still flow), then the rest in reverse activation order."""
     rev = list(reversed(specs))
     return [s for s in rev if s.actuator] + [s for s in rev if not s.actuator]
+
+
+def shutdown_order_names(names: list[str]) -> list[str]:
+    """:func:`shutdown_order` of node *names* given in activation order (the lifecycle manager's
+    ``node_names``): a name of no :data:`NODES` entry counts as a non-actuator."""
+    by_name = {s.name: s for s in NODES.values()}
+    specs = [by_name.get(n) or NodeSpec(n, "", "", n, "") for n in names]
+    return [s.name for s in shutdown_order(specs)]
 
 
 def share_file(package: str, relative: str) -> str:

@@ -26,10 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from hand_bringup.bringup import TRACKER, TWIN
 from hand_bringup.runner import _video_frame_count
 from hand_bringup.runner_core import RunConfig, Runner
 from hand_common import contract
 from hand_common.stats import percentiles_ms, rate_hz
+from hand_tracking import interface as tracker_iface
 
 #: sha256 of ../shared/media/human_hand_video.mp4 (its README): the frame facts below are its own.
 SHARED_VIDEO_SHA256 = "d306af128862940fc6e3c737a42ec6b00a137fff1c37b10805fe2c143c62ddb8"
@@ -109,9 +111,10 @@ def run_demo(args: argparse.Namespace, out: pathlib.Path, overrides: dict, param
     video = os.path.abspath(args.video or default_video())
     n_frames = _video_frame_count(video)
     # real-time pacing like a camera, but every frame processed (a recording has no "later" frame)
-    overrides.setdefault("tracker", {}).update({"source": f"video:{video}", "realtime": True,
-                                                "drop_late_frames": False})
-    twin = overrides.setdefault("twin", {})
+    overrides.setdefault(TRACKER, {}).update({tracker_iface.PARAM_SOURCE: f"video:{video}",
+                                              tracker_iface.PARAM_REALTIME: True,
+                                              tracker_iface.PARAM_DROP_LATE_FRAMES: False})
+    twin = overrides.setdefault(TWIN, {})
     for k, v in {"render_rate": 0.0, "publish_image": False}.items():  # no live rendering unless asked
         twin.setdefault(k, v)
     cfg = RunConfig(profile="demo", out_dir=out, overrides=overrides, params_files=params_files,

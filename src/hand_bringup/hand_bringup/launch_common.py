@@ -32,6 +32,7 @@ from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 from hand_bringup.bringup import (
+    CONSOLE,
     CONSOLE_MANAGER_NODE,
     LIFECYCLE_MANAGER_NODE,
     NODES,
@@ -43,26 +44,20 @@ from hand_bringup.bringup import (
 from launch import LaunchDescription
 
 
-def _overrides(key: str) -> dict:
-    """Node parameters that the launch arguments set, per bringup node key."""
+def _overrides(spec: NodeSpec) -> dict:
+    """Node parameters that the launch arguments set (``NodeSpec.launch_args``)."""
     out = {"use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)}
-    if key == "tracker":
-        out["source"] = ParameterValue(LaunchConfiguration("source"), value_type=str)
-    elif key == "twin":  # headless:=true → no interactive viewer (offscreen rendering only)
-        out["viewer"] = ParameterValue(
-            PythonExpression(["'", LaunchConfiguration("headless"), "'.lower() not in ('true', '1')"]),
-            value_type=bool)
-    elif key in ("dex_retarget", "dex_twin"):  # robot:=leap_hand_right (dex profile; empty = dex_hand)
-        for name in ("robot", "robot_urdf", "robot_dir"):
-            out[name] = ParameterValue(LaunchConfiguration(name, default=""), value_type=str)
-    elif key == "servo_driver":
-        out["port"] = ParameterValue(_servo_port(), value_type=str)
-    elif key == "arm_teleop":
-        out["control_mode"] = ParameterValue(LaunchConfiguration("control_mode"), value_type=str)
-    elif key == "arm_driver":
-        for name in ("real_hardware", "allow_motion"):
-            out[name] = ParameterValue(LaunchConfiguration(name), value_type=bool)
-        out["port"] = ParameterValue(LaunchConfiguration("port"), value_type=str)
+    for la in spec.launch_args:
+        if la.expr == "not":
+            value = PythonExpression(["'", LaunchConfiguration(la.arg), "'.lower() not in ('true', '1')"])
+        elif la.expr == "servo_port":
+            value = _servo_port()
+        elif la.expr:
+            raise ValueError(f"{spec.key}: unknown launch expression {la.expr!r}")
+        else:
+            value = (LaunchConfiguration(la.arg) if la.default is None
+                     else LaunchConfiguration(la.arg, default=la.default))
+        out[la.param] = ParameterValue(value, value_type=la.type)
     return out
 
 
@@ -89,7 +84,7 @@ def _node(spec: NodeSpec, profile: str = "") -> LifecycleNode:
         executable=spec.executable,
         name=spec.name,
         namespace="",
-        parameters=[LaunchConfiguration(f"{spec.key}_params"), _overrides(spec.key),
+        parameters=[LaunchConfiguration(f"{spec.key}_params"), _overrides(spec),
                     *([params] if (params := profile_params(profile, spec.key)) else [])],
         output="screen",
         emulate_tty=True,
@@ -100,7 +95,7 @@ def console_extras(profile: str) -> tuple[list, list]:
     """``console`` (default false), ``console_port``, ``console_host``, ``console_allow_remote`` and,
     when ``console:=true``, the console lifecycle node (showing ``profile``'s robot) with its own
     lifecycle manager (autostart)."""
-    spec = NODES["console"]
+    spec = NODES[CONSOLE]
     on = IfCondition(LaunchConfiguration("console"))
     arguments = [
         DeclareLaunchArgument("console", default_value="false", choices=["true", "false"],

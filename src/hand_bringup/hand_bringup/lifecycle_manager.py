@@ -2,9 +2,11 @@
 
 The launch files start it with ``node_names`` in activation order and ``autostart: true``, the way
 nav2_lifecycle_manager is used. Services: ``~/startup`` and ``~/shutdown`` (std_srvs/Trigger) to
-bring the same nodes up or down on demand. On Ctrl-C it deactivates the nodes (actuators were put
-first in ``node_names`` order reversed by the caller, see bringup.shutdown_order) — but a node
-whose own process receives the signal also goes safe by itself (node_tools.run).
+bring the same nodes up or down on demand; ``~/shutdown`` takes them down in the runner's one
+shutdown order (:func:`hand_bringup.bringup.shutdown_order`: actuators first, to their safe pose
+while commands still flow, then the rest in reverse activation order). On Ctrl-C the manager
+itself does nothing: each node's own process receives the signal and goes through its shutdown
+transition (an actuator to its safe pose) by itself (node_tools.run).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import threading
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 
-from hand_bringup.bringup import LIFECYCLE_MANAGER_NODE
+from hand_bringup.bringup import LIFECYCLE_MANAGER_NODE, shutdown_order_names
 from hand_common.lifecycle_client import LifecycleClient, LifecycleError
 from hand_common.node_tools import declare_specs, run
 from hand_common.param_spec import ParamSpec
@@ -64,7 +66,7 @@ class LifecycleManager(Node):
 
     def _shutdown(self) -> None:
         with self._lock:
-            for problem in self._client.bring_down(list(reversed(self._names)), final="cleanup"):
+            for problem in self._client.bring_down(shutdown_order_names(self._names), final="cleanup"):
                 self.get_logger().error(problem)
 
 

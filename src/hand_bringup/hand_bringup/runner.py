@@ -36,9 +36,18 @@ import signal
 import sys
 from typing import Any
 
-from hand_bringup.bringup import PROFILES, TWO_HOST_FASTDDS_PROFILE, share_file
+from hand_bringup.bringup import (
+    CONSOLE,
+    DEX_RETARGET,
+    DEX_TWIN,
+    PROFILES,
+    TRACKER,
+    TWO_HOST_FASTDDS_PROFILE,
+    share_file,
+)
 from hand_bringup.runner_core import DuplicateNodesError, RunConfig, Runner
 from hand_common import contract
+from hand_tracking import interface as tracker_iface
 
 
 def parse_overrides(items: list[str]) -> dict[str, dict[str, Any]]:
@@ -81,7 +90,7 @@ def robot_overrides(args: argparse.Namespace, overrides: dict[str, dict[str, Any
             if not os.path.exists(value):
                 raise ValueError(f"--{name.replace('_', '-')}: no such file or folder {value}")
             value = os.path.abspath(value)
-        for key in ("dex_retarget", "dex_twin"):
+        for key in (DEX_RETARGET, DEX_TWIN):
             overrides.setdefault(key, {}).setdefault(name, value)
 
 
@@ -139,7 +148,7 @@ def console_overrides(args: argparse.Namespace, overrides: dict[str, dict[str, A
     port = int(args.console_port if args.console_port is not None else DEFAULT_PORT)
     if not 1 <= port <= 65535:
         raise ValueError(f"--console-port {port} is not a TCP port (1-65535)")
-    mine = overrides.setdefault("console", {})
+    mine = overrides.setdefault(CONSOLE, {})
     mine.setdefault("host", host)
     mine.setdefault("port", port)
     mine.setdefault("allow_remote", bool(args.allow_remote))
@@ -175,14 +184,14 @@ def run_profile(args: argparse.Namespace) -> int:
     if getattr(args, "handler", None) is not None:  # e.g. demo: hand_bringup.cli passes demo.run_demo
         return args.handler(args, out, overrides, params_files)
     frames = None
-    has_tracker = "tracker" in PROFILES[args.profile]
+    has_tracker = TRACKER in PROFILES[args.profile]
     if not has_tracker and (args.source or args.video):
         raise ValueError(f"profile '{args.profile}' has no tracker: --source/--video belong to the operator side")
     source = args.source or (f"video:{os.path.abspath(args.video)}" if args.video else "camera:0")
     kind, _, target = source.partition(":") if has_tracker else ("", "", "")
     if has_tracker:
-        overrides.setdefault("tracker", {}).setdefault("source", source)
-        if overrides["tracker"].get("loop") is True:
+        overrides.setdefault(TRACKER, {}).setdefault(tracker_iface.PARAM_SOURCE, source)
+        if overrides[TRACKER].get(tracker_iface.PARAM_LOOP) is True:
             kind = "looping"  # runs until Ctrl-C / --duration
     if kind == "video":
         frames = _video_frame_count(target)
@@ -298,7 +307,7 @@ def build_parser(handlers: dict[str, Any] | None = None) -> argparse.ArgumentPar
                             "on both hosts; see the hand_bringup README, 'Two hosts')")
         s.add_argument("--fastdds-profile", metavar="FILE",
                        help="with --peer: Fast DDS XML profile instead of hand_bringup's fastdds_two_host.xml")
-        if "dex_retarget" in PROFILES.get(profile, ()):
+        if DEX_RETARGET in PROFILES.get(profile, ()):
             s.add_argument("--robot", help="robot hand: a dex-retargeting name (ability_hand_right, ...) or the path "
                                            "to its dex-retargeting .yml (both dex nodes; empty = dex_hand)")
             s.add_argument("--robot-urdf", help="the robot's URDF, replacing the .yml's urdf_path")

@@ -21,7 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hand_bringup.bringup import (
+    CONSOLE,
+    JOINT_MAPPER,
     NODES,
+    SERVO_DRIVER,
+    TRACKER,
+    TWIN,
     NodeSpec,
     executable_path,
     profile_nodes,
@@ -39,6 +44,10 @@ from hand_bringup.runner_recording import (
 )
 from hand_common import contract
 from hand_common.processes import NodeProcess, ensure_local_discovery
+from hand_joint_mapper import interface as mapper_iface
+from hand_servo_driver import interface as servo_iface
+from hand_tracking import interface as tracker_iface
+from hand_twin_mujoco import interface as twin_iface
 
 
 def nice_prefix(nice: int) -> list[str]:
@@ -143,8 +152,8 @@ class Runner:
         self.cfg = cfg
         self.specs: list[NodeSpec] = profile_nodes(cfg.profile)
         if cfg.console:  # a viewer: activated before the tracker (a busy port fails before anything moves)
-            self.specs.insert(0, NODES["console"])
-            cfg.overrides.setdefault("console", {}).setdefault("profile", cfg.profile)
+            self.specs.insert(0, NODES[CONSOLE])
+            cfg.overrides.setdefault(CONSOLE, {}).setdefault("profile", cfg.profile)
         unknown = sorted((set(cfg.overrides) | set(cfg.params_files)) - {s.key for s in self.specs})
         if unknown:
             raise ValueError(f"no node {unknown} in profile '{cfg.profile}'; its nodes are "
@@ -155,7 +164,7 @@ class Runner:
         for spec in self.specs:  # the profile's own parameters (two_hands: hands: two); -p overrides win
             for k, v in profile_params(cfg.profile, spec.key).items():
                 cfg.overrides.setdefault(spec.key, {}).setdefault(k, v)
-        self.two_hands = cfg.overrides.get("tracker", {}).get("hands") == "two"
+        self.two_hands = cfg.overrides.get(TRACKER, {}).get(tracker_iface.PARAM_HANDS) == tracker_iface.HANDS_TWO
         self.log_dir = cfg.out_dir / "logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.procs: dict[str, NodeProcess] = {}
@@ -164,7 +173,8 @@ class Runner:
         self.recorder: Recorder | None = None
         # a finite source's figures cover all of it; anything longer keeps the last HISTORY frames
         self.monitor = RunMonitor(self.two_hands, history=max(HISTORY, (cfg.video_frames or 0) + 100))
-        self.monitor.stamps_are_capture_times = cfg.overrides.get("tracker", {}).get("realtime", True) is not False
+        self.monitor.stamps_are_capture_times = cfg.overrides.get(TRACKER, {}).get(
+            tracker_iface.PARAM_REALTIME, True) is not False
         self.t_start = time.time()
         self.cpu_seconds: dict[str, float] = {}  # process -> CPU s, sampled just before shutdown
         self._own_cpu0 = sum(os.times()[:2])  # the runner's CPU s counted from here
@@ -221,12 +231,12 @@ class Runner:
 
     def start(self) -> None:
         self.refuse_running_nodes()
-        if any(s.key == "joint_mapper" for s in self.specs):
+        if any(s.key == JOINT_MAPPER for s in self.specs):
             # no robot_state_publisher here: read the URDF file without waiting for /robot_description
-            self.cfg.overrides.setdefault("joint_mapper", {}).setdefault("description_timeout_s", 0.0)
-        if any(s.key == "servo_driver" for s in self.specs) and self.cfg.sim_board:
+            self.cfg.overrides.setdefault(JOINT_MAPPER, {}).setdefault(mapper_iface.PARAM_DESCRIPTION_TIMEOUT_S, 0.0)
+        if any(s.key == SERVO_DRIVER for s in self.specs) and self.cfg.sim_board:
             port = self._start_board()
-            self.cfg.overrides.setdefault("servo_driver", {}).setdefault("port", port)
+            self.cfg.overrides.setdefault(SERVO_DRIVER, {}).setdefault(servo_iface.PARAM_PORT, port)
         for spec in self.specs:
             # not on the hot path: a higher niceness (NodeSpec.nice), so the tracker runs first
             self.procs[spec.key] = NodeProcess(nice_prefix(spec.nice) + self._node_args(spec),
@@ -325,24 +335,15 @@ class Runner:
     def _expected_topics(self) -> dict[str, str]:
         """The main topics this profile's nodes publish: {topic: type}. They are subscribed before
         the nodes are configured, so discovery has matched them by the time frames flow."""
-        landmarks, joints = "hand_msgs/msg/HandLandmarksArray", "sensor_msgs/msg/JointState"
         keys = {s.key for s in self.specs}
         out = {contract.TOPIC_DIAGNOSTICS: "diagnostic_msgs/msg/DiagnosticArray"}
-        if "tracker" in keys:
-            out[contract.TOPIC_LANDMARKS] = landmarks
-            for t in (contract.TOPIC_TARGET_FLEXIONS, contract.TOPIC_JOINT_FLEXIONS):
-                if self.two_hands:
-                    out.update({contract.side_topic(t, side): joints for side in contract.HAND_SIDES})
-                else:
-                    out[t] = joints
-        if "twin" in keys:
-            if self.cfg.overrides.get("twin", {}).get("hands") == "two":
-                out.update({contract.side_topic(contract.TOPIC_TWIN_JOINT_STATES, side): joints
-                            for side in contract.HAND_SIDES})
-            else:
-                out[contract.TOPIC_TWIN_JOINT_STATES] = joints
-        if "joint_mapper" in keys:
-            out[contract.TOPIC_JOINT_STATES] = joints
+        if TRACKER in keys:
+            out.update(tracker_iface.publishes(self.two_hands))
+        if TWIN in keys:
+            out.update(twin_iface.publishes(
+                self.cfg.overrides.get(TWIN, {}).get(twin_iface.PARAM_HANDS) == twin_iface.HANDS_TWO))
+        if JOINT_MAPPER in keys:
+            out.update(mapper_iface.PUBLISHES)
         return out
 
     def _wait_for_publishers(self, timeout: float = 10.0) -> None:
@@ -388,14 +389,14 @@ class Runner:
         """Set ``source_problem`` (and raise RuntimeError) if the tracker reports frames it could
         not read: a broken or truncated file, an unreadable image (its message names the frame)."""
         st = self.monitor.tracker_status()
-        error, bad = st.get("last_error", ""), int(st.get("bad_frames", "0") or 0)
+        error = st.get(tracker_iface.KEY_LAST_ERROR, "")
+        bad = int(st.get(tracker_iface.KEY_BAD_FRAMES, "0") or 0)
         if error or bad:
-            if not error and "tracker" in self.procs:  # skipped frames are logged, not in the diagnostics
-                lines = [ln for ln in self.procs["tracker"].tail(200).splitlines() if "frame" in ln and
-                         ("WARN" in ln or "ERROR" in ln)]
-                error = "; ".join(lines[-3:]) or f"see {self.procs['tracker'].log_path}"
-            self.source_problem = (f"source {st.get('source', '?')} broke after {st.get('frames', '?')} frames "
-                                   f"({bad} bad frames): {error}")
+            if not error and TRACKER in self.procs:  # skipped frames are logged, not in the diagnostics
+                lines = tracker_iface.frame_problem_lines(self.procs[TRACKER].tail(200))
+                error = "; ".join(lines[-3:]) or f"see {self.procs[TRACKER].log_path}"
+            self.source_problem = (f"source {st.get(tracker_iface.KEY_SOURCE, '?')} broke after "
+                                   f"{st.get(tracker_iface.KEY_FRAMES, '?')} frames ({bad} bad frames): {error}")
             raise RuntimeError(self.source_problem)
 
     def progress_line(self) -> str:
@@ -436,7 +437,7 @@ class Runner:
     def published_counts(self) -> dict[str, int]:
         """Messages the tracker says it sent, per topic, once its source finished
         (:meth:`RunMonitor.published_counts`)."""
-        landmarks = self.cfg.overrides.get("tracker", {}).get("publish_landmarks", True) is not False
+        landmarks = self.cfg.overrides.get(TRACKER, {}).get(tracker_iface.PARAM_PUBLISH_LANDMARKS, True) is not False
         return self.monitor.published_counts(landmarks)
 
     def drain_recording(self) -> None:

@@ -15,8 +15,12 @@ import sys
 import time
 from collections import Counter, deque
 
+from hand_bringup.bringup import SERVO_DRIVER, TWIN
 from hand_common import contract
 from hand_common.stats import percentiles_ms, rate_hz
+from hand_servo_driver import interface as servo_iface
+from hand_tracking import interface as tracker_iface
+from hand_twin_mujoco import interface as twin_iface
 
 #: The runner's subscriptions (recorder and measurements): contract.RECORD (reliable keep-all), so
 #: that a busy Python process (2 shared cores) loses nothing of a burst: DDS fills the reader's
@@ -30,6 +34,8 @@ LATENCY_QOS = contract.LATEST
 #: passes the source's frame count when larger), so a demo's figures cover the whole video, and a
 #: camera or a looped source runs for hours in flat memory (it grew ~1.5 MB a minute before).
 HISTORY = 9000
+#: The actuators whose safe-pose trips are counted (node key -> interface with ``following``).
+ACTUATOR_INTERFACES = {TWIN: twin_iface, SERVO_DRIVER: servo_iface}
 #: Frames and latencies the progress line's rate and median cover (the last ~2 s).
 PROGRESS_WINDOW = 60
 
@@ -165,19 +171,19 @@ class RunMonitor:
             self.count_safe_pose(status.name, entry)
 
     def count_safe_pose(self, name: str, entry: dict[str, str], now: float | None = None) -> None:
-        """Count an actuator's transitions from following commands to its safe pose (twin:
-        ``watchdog`` ok → stale; servo driver: ``stale`` False → True) and keep the twin's RTF."""
-        if contract.TWIN_NODE in name and "watchdog" in entry:
-            key, ok = "twin", entry["watchdog"] == "ok"
+        """Count an actuator's transitions from following commands to its safe pose (each
+        actuator's status key from its interface: twin ``watchdog`` ok → stale; servo driver
+        ``stale`` False → True) and keep the twin's RTF."""
+        found = [(key, ok) for key, iface in ACTUATOR_INTERFACES.items()
+                 if iface.NODE in name and (ok := iface.following(entry)) is not None]
+        if not found:
+            return
+        key, ok = found[0]
+        if key == TWIN and twin_iface.KEY_RTF_TOTAL in entry:
             try:
-                if "real_time_factor_total" in entry:
-                    self.twin_rtf = float(entry["real_time_factor_total"])
+                self.twin_rtf = float(entry[twin_iface.KEY_RTF_TOTAL])
             except ValueError:
                 pass
-        elif contract.SERVO_DRIVER_NODE in name and "stale" in entry:
-            key, ok = "servo_driver", entry["stale"] != "True"
-        else:
-            return
         if self._watchdog_ok.get(key) and not ok:
             self._trips.append((key, time.time() if now is None else now))
         self._actuators_seen.add(key)
@@ -211,13 +217,13 @@ class RunMonitor:
     def tracker_status(self) -> dict[str, str]:
         """The tracker's latest ``: tracking`` diagnostic values ({} before the first one)."""
         for name, entry in self.diagnostics.items():
-            if name.endswith(": tracking") and "watchdog" in entry:
+            if name.endswith(tracker_iface.STATUS_SUFFIX) and tracker_iface.KEY_WATCHDOG in entry:
                 return entry
         return {}
 
     def source_finished(self) -> bool:
         """True once the tracker reports that its finite source ended (video, images, bag)."""
-        return self.tracker_status().get("watchdog") == "finished"
+        return self.tracker_status().get(tracker_iface.KEY_WATCHDOG) == tracker_iface.WATCHDOG_FINISHED
 
     def published_counts(self, landmarks_published: bool = True) -> dict[str, int]:
         """Messages the publishers say they sent, per topic, where they say it, once the tracker's
@@ -227,20 +233,22 @@ class RunMonitor:
         side's /target_flexions and /joint_flexions)."""
         st = self.tracker_status()
         out: dict[str, int] = {}
-        if st.get("watchdog") != "finished":
+        if st.get(tracker_iface.KEY_WATCHDOG) != tracker_iface.WATCHDOG_FINISHED:
             return out
-        if "frames" in st and landmarks_published:
-            out[contract.TOPIC_LANDMARKS] = int(st["frames"])
+        frames = st.get(tracker_iface.KEY_FRAMES) if landmarks_published else None
+        if frames is not None:
+            out[contract.TOPIC_LANDMARKS] = int(frames)
         if self.two_hands:
             for side in contract.HAND_SIDES:
-                if "frames" in st and landmarks_published:
-                    out[contract.side_topic(contract.TOPIC_LANDMARKS, side)] = int(st["frames"])
-                if f"flexions_published_{side}" in st:
-                    n = int(st[f"flexions_published_{side}"])
+                if frames is not None:
+                    out[contract.side_topic(contract.TOPIC_LANDMARKS, side)] = int(frames)
+                if (key := tracker_iface.key_flexions_published(side)) in st:
+                    n = int(st[key])
                     for topic in (contract.TOPIC_TARGET_FLEXIONS, contract.TOPIC_JOINT_FLEXIONS):
                         out[contract.side_topic(topic, side)] = n
-        elif "flexions_published" in st:
-            out[contract.TOPIC_TARGET_FLEXIONS] = out[contract.TOPIC_JOINT_FLEXIONS] = int(st["flexions_published"])
+        elif tracker_iface.KEY_FLEXIONS_PUBLISHED in st:
+            out[contract.TOPIC_TARGET_FLEXIONS] = out[contract.TOPIC_JOINT_FLEXIONS] = int(
+                st[tracker_iface.KEY_FLEXIONS_PUBLISHED])
         return out
 
     def source_frames(self) -> tuple[int, int] | None:
@@ -248,10 +256,11 @@ class RunMonitor:
         finished: ``frames`` processed + ``dropped_frames`` (a paced replay with drop_late_frames
         drops the frames it cannot process in time); None before."""
         st = self.tracker_status()
-        if st.get("watchdog") != "finished" or "frames" not in st:
+        if (st.get(tracker_iface.KEY_WATCHDOG) != tracker_iface.WATCHDOG_FINISHED
+                or tracker_iface.KEY_FRAMES not in st):
             return None
-        dropped = int(st.get("dropped_frames", "0") or 0)
-        return int(st["frames"]) + dropped, dropped
+        dropped = int(st.get(tracker_iface.KEY_DROPPED_FRAMES, "0") or 0)
+        return int(st[tracker_iface.KEY_FRAMES]) + dropped, dropped
 
     def received_counts(self) -> dict[str, int]:
         """Messages the runner's own keep-all subscriptions received, per topic it counts."""

@@ -29,6 +29,7 @@ import numpy as np
 
 from hand_bringup.netlink import LinkFaults, TwoNamespaces
 from hand_common import contract
+from hand_servo_driver import interface as servo_iface
 
 US_PER_DEG = 2000.0 / 180.0
 _LOG_LINE = re.compile(r"\[(\w+)\] \[(\d+\.\d+)\] \[servo_driver\]: (.*)")
@@ -289,7 +290,7 @@ class TwoHostRig:
             return out
         for _, t_ns, msg in read_messages(bag, [contract.TOPIC_DIAGNOSTICS]):
             for s in msg.status:
-                if s.name.startswith("servo_driver"):
+                if s.name.startswith(servo_iface.NODE):
                     level = s.level[0] if isinstance(s.level, bytes) else int(s.level)
                     out.append((t_ns * 1e-9 - self.wall_minus_mono, level, {kv.key: kv.value for kv in s.values}))
         return out

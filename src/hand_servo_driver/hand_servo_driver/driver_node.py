@@ -39,6 +39,7 @@ from sensor_msgs.msg import JointState
 from hand_common import contract
 from hand_common.node_tools import SafeLifecycleNode, run
 from hand_common.service_callers import ServiceCallers
+from hand_servo_driver import interface as iface
 from hand_servo_driver import protocol as p
 from hand_servo_driver.command_sources import CommandSources
 from hand_servo_driver.core import DriverConfigError, DriverCore
@@ -439,7 +440,7 @@ class ServoDriverNode(SafeLifecycleNode):
             "pulses_sent": st.pulses_sent, "heartbeats_sent": st.heartbeats_sent, "safe_sent": st.safe_sent,
             "board_rejects": st.board_rejects, "last_reject": st.last_reject, "clamped_acks": st.clamped_acks,
             "board_boots": st.board_boots, "watchdog_trips_seen": st.board_watchdog_trips, "resyncs": st.resyncs, "resends": st.resends,
-            "stale": core.stale, "stale_events": st.stale_events, "commands": st.commands,
+            iface.KEY_STALE: core.stale, iface.KEY_STALE_EVENTS: st.stale_events, "commands": st.commands,
             "commands_ignored": self._ignored, "last_ignored": self._last_ignored,
             "commands_inactive": st.commands_inactive, "commands_late": st.commands_late,
             "commands_out_of_order": st.commands_out_of_order, "last_refused": core.last_refused,

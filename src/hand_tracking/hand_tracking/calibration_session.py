@@ -24,6 +24,7 @@ Not thread-safe by itself: the node calls start/add/stop/stalled under its lock.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -231,3 +232,19 @@ class CalibrationSession:
         """Window parameters were set by hand (not by :meth:`applied`'s calibration)."""
         if not self.applying:
             self.state = FROM_PARAMETERS
+
+
+def check_request(state: str, pose: int, duration_s: float, default_s: float, *, open_code: int,
+                  fist_code: int) -> tuple[str, float, str]:
+    """A ``~/calibrate`` request checked: ``(pose name 'open'/'fist', duration s, '')``, or
+    ``('', 0, reason)`` to refuse it. state: the node's lifecycle state (active only); pose: the
+    request's code (``open_code`` or ``fist_code``); duration_s: media seconds, 0 = ``default_s``,
+    at most 30."""
+    if state != "active":
+        return "", 0.0, f"node is {state}: activate it before calibrating"
+    if pose not in (open_code, fist_code):
+        return "", 0.0, f"pose must be OPEN ({open_code}) or FIST ({fist_code})"
+    duration = float(duration_s) or float(default_s)
+    if not (math.isfinite(duration) and 0.0 < duration <= 30.0):
+        return "", 0.0, f"duration_s must be in (0, 30] s, got {duration_s}"
+    return ("open" if pose == open_code else "fist"), duration, ""

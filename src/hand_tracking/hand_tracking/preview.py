@@ -148,3 +148,40 @@ class PreviewWorker:
             except Exception as exc:  # noqa: BLE001 - the preview must never take the tracker down
                 self.errors += 1
                 self.last_error = f"{type(exc).__name__}: {exc}"
+
+
+class PreviewOutlet:
+    """The tracker's preview while active: a :class:`PreviewMailbox` and its :class:`PreviewWorker`.
+
+    publish(jpeg, frame, (w, h)): sends one encoded frame (preview thread). subscribers(): how many
+    subscribe now (a frame is offered only when > 0). max_rate_hz, width_px: the tracker's
+    ``preview_max_rate_hz`` and ``preview_width_px``; change them with :meth:`set_rate` and
+    :meth:`set_width` while it runs."""
+
+    def __init__(self, publish: Callable[[bytes, PreviewFrame, tuple[int, int]], None],
+                 subscribers: Callable[[], int], max_rate_hz: float = DEFAULT_MAX_RATE_HZ,
+                 width_px: int = DEFAULT_WIDTH_PX):
+        self.box = PreviewMailbox(max_rate_hz)
+        self.worker = PreviewWorker(self.box, publish, width_px).start()
+        self._subscribers = subscribers
+
+    def offer(self, image: np.ndarray, stamp: Any, index: int) -> None:
+        """Worker thread, after the frame's flexions went out: hand the frame to the preview thread
+        when the rate allows and someone subscribes (no copy, no encoding here)."""
+        now = time.monotonic()
+        if self.box.due(now) and self._subscribers() > 0:
+            self.box.offer(PreviewFrame(image, stamp, index), now)
+
+    def set_rate(self, max_rate_hz: float) -> None:
+        self.box.max_rate_hz = float(max_rate_hz)
+
+    def set_width(self, width_px: int) -> None:
+        self.worker.width = int(width_px)
+
+    def values(self) -> dict[str, str]:
+        """The diagnostics counters: published, replaced (a newer frame came first), errors."""
+        return {"preview_published": str(self.worker.published), "preview_replaced": str(self.box.replaced),
+                "preview_errors": str(self.worker.errors)}
+
+    def stop(self) -> None:
+        self.worker.stop()

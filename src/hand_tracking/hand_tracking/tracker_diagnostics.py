@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from hand_tracking import interface as iface
+
 #: diagnostic_msgs/DiagnosticStatus levels
 OK, WARN, ERROR = 0, 1, 2
 #: The timed stages of one frame (ms each in /diagnostics).
@@ -214,7 +216,7 @@ def build_status(r: TrackerReport) -> Status:
     """The tracker's ``/diagnostics`` status for the report ``r``."""
     run, sp, st = r.run, r.run.period, r.run.total
     active = r.state == "active"
-    level, message = OK, "tracking"
+    level, message = OK, iface.STATUS_TRACKING
     if not active:
         message = r.state
     elif run.watchdog == "timeout":
@@ -228,29 +230,29 @@ def build_status(r: TrackerReport) -> Status:
         message = f"holding last pose ({run.reason})"
     rate = sp.frames / r.period_s
     values = {
-        "state": r.state,
-        "source": r.source,
-        "watchdog": "finished" if run.finished else run.watchdog,
+        iface.KEY_STATE: r.state,
+        iface.KEY_SOURCE: r.source,
+        iface.KEY_WATCHDOG: iface.WATCHDOG_FINISHED if run.finished else run.watchdog,
         "frame_rate_hz": f"{rate:.2f}",
         "detection_rate": f"{(sp.tracked / sp.frames) if sp.frames else 0.0:.3f}",
-        "frames": str(st.frames),
+        iface.KEY_FRAMES: str(st.frames),
         "frames_tracked": str(st.tracked),
-        "bad_frames": str(run.bad_frames),
-        "flexions_published": str(run.flexions_published),
+        iface.KEY_BAD_FRAMES: str(run.bad_frames),
+        iface.KEY_FLEXIONS_PUBLISHED: str(run.flexions_published),
         "publish_retries": str(run.publish_retries),
-        "dropped_frames": str(r.dropped_frames),
+        iface.KEY_DROPPED_FRAMES: str(r.dropped_frames),
         "tracking": run.tracking or "none",
         **{f"rejected_{k}": str(n) for k, n in r.rejections.items()},
         **{f"held_{k}": str(n) for k, n in r.holds.items()},
         "held_total": str(sum(r.holds.values())),
         "held_skipped_unconfirmed": str(r.holds_skipped_unconfirmed),
         "calibration": r.calibration,
-        "last_error": run.last_error,
+        iface.KEY_LAST_ERROR: run.last_error,
     }
     if r.two_hands:
         for side in r.sides:
             values[f"tracking_{side}"] = run.sides_status.get(side, "none")
-            values[f"flexions_published_{side}"] = str(run.flexions_by_side.get(side, 0))
+            values[iface.key_flexions_published(side)] = str(run.flexions_by_side.get(side, 0))
         values["identity_swaps"] = str(r.identity_swaps)
         values["label_disagreements"] = str(r.label_disagreements)
     else:
@@ -260,5 +262,6 @@ def build_status(r: TrackerReport) -> Status:
         values[f"{key}_ms"] = f"{sp.mean(key):.3f}"
         values[f"{key}_ms_mean_total"] = f"{st.mean(key):.3f}"
     values["inference_ms_p95_total"] = f"{st.inference_p95():.3f}"  # the last ≤ 4096 frames
-    return Status(level=level, name=f"{r.node_name}: tracking", message=message, hardware_id=values["source"],
+    return Status(level=level, name=r.node_name + iface.STATUS_SUFFIX, message=message,
+                  hardware_id=values[iface.KEY_SOURCE],
                   values=values)

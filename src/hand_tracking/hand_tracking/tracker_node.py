@@ -50,7 +50,6 @@ Run: ``ros2 run hand_tracking tracker_node --ros-args --params-file config/track
 
 from __future__ import annotations
 
-import math
 import sys
 import threading
 import time
@@ -70,10 +69,10 @@ from std_msgs.msg import Header
 from hand_common import contract
 from hand_common.node_tools import SafeLifecycleNode, run
 from hand_tracking.calibration import CalibrationError
-from hand_tracking.calibration_session import CalibrationSession, as_parameters, capture_angles
+from hand_tracking.calibration_session import CalibrationSession, as_parameters, capture_angles, check_request
 from hand_tracking.hand_identity import OneHandCore, TwoHandCore, TwoHandOutput
 from hand_tracking.landmarks import BackendError, HandObservation, LandmarkBackend, create_backend
-from hand_tracking.preview import PreviewFrame, PreviewMailbox, PreviewWorker
+from hand_tracking.preview import PreviewFrame, PreviewOutlet
 from hand_tracking.replay import observations_from_msg
 from hand_tracking.sources import (
     Frame,
@@ -95,7 +94,7 @@ from hand_tracking.tracker_params import (
     mediapipe_config,
     parameter_problem,
 )
-from hand_tracking.tracker_worker import FrameWorker, LandmarkModel
+from hand_tracking.tracker_worker import FrameWorker, LandmarkModel, publish_patiently
 
 __all__ = ["PARAMS", "TrackerNode", "capture_time", "main"]
 
@@ -126,8 +125,7 @@ class TrackerNode(SafeLifecycleNode):
         self._pub_landmarks = self._pub_target = self._pub_joints = self._pub_diag = None
         self._pub_sides: dict[str, tuple] = {}  # hands: two → side: (landmarks, target, joints)
         self._pub_preview = None  # operator preview (hand_tracking.preview): camera/video/images only
-        self._preview_box: PreviewMailbox | None = None
-        self._preview_worker: PreviewWorker | None = None
+        self._preview: PreviewOutlet | None = None  # while active with a preview publisher
         self._batch = False  # configured with a recording read faster than real time (contract.REPLAY)
         self._sub = None
         self._timer = None
@@ -176,10 +174,9 @@ class TrackerNode(SafeLifecycleNode):
             self._prefetch.drop_old = self._drop_old()
         if names & WINDOW_PARAMS:
             self._calibration.windows_changed()
-        if self._preview_box is not None and "preview_max_rate_hz" in names:
-            self._preview_box.max_rate_hz = float(self._param("preview_max_rate_hz"))
-        if self._preview_worker is not None and "preview_width_px" in names:
-            self._preview_worker.width = int(self._param("preview_width_px"))
+        if (preview := self._preview) is not None:
+            preview.set_rate(self._param("preview_max_rate_hz"))
+            preview.set_width(self._param("preview_width_px"))
 
     # --- lifecycle --------------------------------------------------------------------------------
     def _reset_run_state(self) -> None:
@@ -274,16 +271,16 @@ class TrackerNode(SafeLifecycleNode):
             self._prefetch = PrefetchSource(self._source, depth=1 if drop_old else 2, drop_old=drop_old,
                                             reopen=reopen)
             self._stop.clear()
-            if self._pub_preview is not None:
-                self._preview_box = PreviewMailbox(float(self._param("preview_max_rate_hz")))
-                self._preview_worker = PreviewWorker(self._preview_box, self._publish_preview,
-                                                     int(self._param("preview_width_px"))).start()
+            if (pub := self._pub_preview) is not None:
+                self._preview = PreviewOutlet(self._publish_preview, pub.get_subscription_count,
+                                              float(self._param("preview_max_rate_hz")),
+                                              int(self._param("preview_width_px")))
             self._worker = FrameWorker(
                 self._prefetch, self._spec, batch=self._batch, model=self._model, param=self._param,
                 handle=self._handle, state=self._run, log=self.get_logger(),
                 wait_for_readers=self._wait_for_matched_subscribers,
                 on_end=lambda: self._finish_capture(ended=True), stop=self._stop,
-                preview=self._offer_preview if self._preview_box is not None else None)
+                preview=self._offer_preview if self._preview is not None else None)
             self._worker.start()
         self.get_logger().info("active")
         return ret
@@ -308,8 +305,8 @@ class TrackerNode(SafeLifecycleNode):
             self._prefetch.close(close_source=False)
             self._source = self._prefetch.source  # may have been reopened (camera)
             self._prefetch = None
-        if self._preview_worker is not None:
-            self._preview_worker.stop()
+        if self._preview is not None:
+            self._preview.stop()
         self._finish_capture(CalibrationError("capture interrupted: the node left the active state"))
 
     def _release(self) -> None:
@@ -347,26 +344,13 @@ class TrackerNode(SafeLifecycleNode):
 
     # --- publishing ---------------------------------------------------------------------------------
     def _send(self, pub, msg) -> None:
-        """Publish a data message. For a batch source (contract.REPLAY, keep-all) a full writer
-        history is backpressure, not an error: Fast DDS blocks for its max_blocking_time and rclpy
-        then raises "cannot publish data" (measured: after ~14 000 frames of a 20 000-frame
-        unpaced replay, once the recorder fell behind). The sample is retried until it is taken,
-        for up to BATCH_PUBLISH_PATIENCE_S (a subscriber that never reads can stall a batch run
-        that long per frame, then the frame fails loudly); live sources publish once."""
+        """Publish a data message: once for a live source; for a batch source (keep-all) retried
+        while the writer's history is full (:func:`~hand_tracking.tracker_worker.publish_patiently`)."""
         if not self._batch:
             pub.publish(msg)
             return
-        end = time.monotonic() + self.BATCH_PUBLISH_PATIENCE_S
-        while True:
-            try:
-                pub.publish(msg)
-                return
-            except Exception as exc:  # noqa: BLE001 - rclpy's RCLError: the writer's history is full
-                if self._stop.is_set() or time.monotonic() > end:
-                    raise RuntimeError(f"{pub.topic_name}: a subscriber took no sample for "
-                                       f"{self.BATCH_PUBLISH_PATIENCE_S:.0f} s ({exc})") from exc
-                self._run.publish_retried()
-                time.sleep(0.005)
+        publish_patiently(pub, msg, patience_s=self.BATCH_PUBLISH_PATIENCE_S, stop=self._stop,
+                          on_retry=self._run.publish_retried)
 
     def _data_publishers(self) -> list:
         pubs = [self._pub_landmarks, self._pub_target, self._pub_joints]
@@ -476,17 +460,12 @@ class TrackerNode(SafeLifecycleNode):
     async def _on_calibrate(self, request: Calibrate.Request, response: Calibrate.Response):
         response.success = False
         response.frames = 0
-        if self.lifecycle_state != "active":
-            response.message = f"node is {self.lifecycle_state}: activate it before calibrating"
+        pose, duration, refused = check_request(
+            self.lifecycle_state, request.pose, request.duration_s, self._param("calibration_duration_s"),
+            open_code=Calibrate.Request.OPEN, fist_code=Calibrate.Request.FIST)
+        if refused:
+            response.message = refused
             return response
-        if request.pose not in (Calibrate.Request.OPEN, Calibrate.Request.FIST):
-            response.message = f"pose must be OPEN ({Calibrate.Request.OPEN}) or FIST ({Calibrate.Request.FIST})"
-            return response
-        duration = float(request.duration_s) or float(self._param("calibration_duration_s"))
-        if not (math.isfinite(duration) and 0.0 < duration <= 30.0):
-            response.message = f"duration_s must be in (0, 30] s, got {request.duration_s}"
-            return response
-        pose = "open" if request.pose == Calibrate.Request.OPEN else "fist"
         future = Future(executor=self.executor)
         slack = max(2.0, 2.0 * float(self._param("frame_timeout_s")))
         with self._lock:
@@ -542,12 +521,8 @@ class TrackerNode(SafeLifecycleNode):
     def _offer_preview(self, frame: Frame, stamp: Time) -> None:
         """Worker thread, after the frame's flexions went out: hand the frame to the preview thread
         when the rate allows and someone subscribes (no copy, no encoding here)."""
-        box, pub = self._preview_box, self._pub_preview
-        if box is None or pub is None:
-            return
-        now = time.monotonic()
-        if box.due(now) and pub.get_subscription_count() > 0:
-            box.offer(PreviewFrame(frame.image, stamp, frame.index), now)
+        if (preview := self._preview) is not None and self._pub_preview is not None:
+            preview.offer(frame.image, stamp, frame.index)
 
     def _publish_preview(self, jpeg: bytes, frame: PreviewFrame, size: tuple[int, int]) -> None:
         """Preview thread: one downscaled JPEG frame, stamped with its capture stamp."""
@@ -558,13 +533,6 @@ class TrackerNode(SafeLifecycleNode):
             return
         pub.publish(CompressedImage(header=Header(stamp=frame.stamp, frame_id=str(self._param("frame_id"))),
                                     format="jpeg", data=array.array("B", jpeg)))
-
-    def _preview_values(self) -> dict[str, str]:
-        box, worker = self._preview_box, self._preview_worker
-        if box is None or worker is None:
-            return {}
-        return {"preview_published": str(worker.published), "preview_replaced": str(box.replaced),
-                "preview_errors": str(worker.errors)}
 
     # --- watchdog and diagnostics -------------------------------------------------------------------
     def _on_timer(self) -> None:
@@ -615,7 +583,7 @@ class TrackerNode(SafeLifecycleNode):
             label_disagreements=core.identity.disagreements if two else 0,
             sides=tuple(contract.HAND_SIDES))
         s = build_status(report)
-        values = {**s.values, **self._preview_values()}
+        values = {**s.values, **(self._preview.values() if self._preview is not None else {})}
         status = DiagnosticStatus(level=bytes([s.level]), name=s.name, message=s.message, hardware_id=s.hardware_id,
                                   values=[KeyValue(key=k, value=v) for k, v in values.items()])
         if self._pub_diag is not None:

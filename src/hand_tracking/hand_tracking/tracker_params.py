@@ -23,6 +23,7 @@ from typing import Any
 from hand_common.contract import FINGER_NAMES, JOINT_NAMES
 from hand_common.filters import OneEuroParams
 from hand_common.param_spec import ParamSpec
+from hand_tracking import preview
 from hand_tracking.geometry import MIN_WINDOW_RAD, Windows
 from hand_tracking.landmarks import BACKENDS, MediaPipeConfig
 from hand_tracking.sources import parse_source
@@ -179,10 +180,10 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("publish_landmarks", True, "Publish /hand/landmarks (never in topic: replay).", live=True),
     ParamSpec("replay_stamps", "now", "Bag replay: stamp outputs with the replay time ('now') or the "
               "recorded capture time ('recorded').", live=True, choices=REPLAY_STAMPS),
-    ParamSpec("preview_max_rate_hz", 10.0, "Operator preview (/hand/image_preview, JPEG, for hand_console): "
+    ParamSpec("preview_max_rate_hz", preview.DEFAULT_MAX_RATE_HZ, "Operator preview (/hand/image_preview, JPEG, for hand_console): "
               "at most this many frames a second, Hz (0 = off); published only while someone subscribes, "
               "downscaled and encoded on its own thread (hand_tracking.preview).", range=(0.0, 30.0), live=True),
-    ParamSpec("preview_width_px", 320, "Width of the operator preview, px (aspect kept).", range=(16, 1920),
+    ParamSpec("preview_width_px", preview.DEFAULT_WIDTH_PX, "Width of the operator preview, px (aspect kept).", range=(16, 1920),
               live=True),
 )
 

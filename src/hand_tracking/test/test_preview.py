@@ -6,7 +6,14 @@ import threading
 import numpy as np
 import pytest
 
-from hand_tracking.preview import PreviewFrame, PreviewMailbox, PreviewWorker, downscale, encode_jpeg
+from hand_tracking.preview import (
+    PreviewFrame,
+    PreviewMailbox,
+    PreviewOutlet,
+    PreviewWorker,
+    downscale,
+    encode_jpeg,
+)
 
 
 def _image(w=640, h=480):
@@ -79,3 +86,26 @@ def test_worker_survives_a_failing_publish():
     finally:
         worker.stop()
     assert worker.errors == 1 and "publisher gone" in worker.last_error
+
+
+def test_outlet_offers_only_to_subscribers_and_counts():
+    sent, done = [], threading.Event()
+
+    def publish(jpeg, frame, size):
+        sent.append((frame.index, size))
+        done.set()
+
+    subscribers = [0]
+    outlet = PreviewOutlet(publish, lambda: subscribers[0], max_rate_hz=1000.0, width_px=64)
+    try:
+        image = np.zeros((120, 160, 3), np.uint8)
+        outlet.offer(image, 0.0, 0)  # nobody subscribes: not even handed over
+        assert outlet.box.take(0.0) is None
+        subscribers[0] = 1
+        outlet.set_width(32)
+        outlet.offer(image, 0.1, 1)
+        assert done.wait(5.0)
+        assert sent == [(1, (32, 24))]
+        assert outlet.values() == {"preview_published": "1", "preview_replaced": "0", "preview_errors": "0"}
+    finally:
+        outlet.stop()

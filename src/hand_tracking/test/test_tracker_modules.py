@@ -167,3 +167,15 @@ def test_parameter_table_rules():
         text = s.description
         if any(u in text for u in (", s.", ", s of", "(s)", ", Hz.", ", Hz (", ", px.", ", px (")):
             assert s.name.endswith(("_s", "_hz", "_px")), s.name
+
+
+def test_calibration_request_check():
+    from hand_tracking.calibration_session import check_request
+
+    ok = dict(open_code=0, fist_code=1)
+    assert check_request("active", 0, 0.0, 1.0, **ok) == ("open", 1.0, "")
+    assert check_request("active", 1, 2.5, 1.0, **ok) == ("fist", 2.5, "")
+    assert check_request("inactive", 0, 0.0, 1.0, **ok)[2] == "node is inactive: activate it before calibrating"
+    assert check_request("active", 7, 0.0, 1.0, **ok)[2] == "pose must be OPEN (0) or FIST (1)"
+    assert "duration_s must be in (0, 30]" in check_request("active", 0, 31.0, 1.0, **ok)[2]
+    assert "duration_s must be in (0, 30]" in check_request("active", 0, float("nan"), 1.0, **ok)[2]

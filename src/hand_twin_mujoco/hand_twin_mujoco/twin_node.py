@@ -44,6 +44,7 @@ from hand_common import contract
 from hand_common.deadband import FlexionDeadband
 from hand_common.node_tools import SafeLifecycleNode, run
 
+from . import interface as iface
 from .loop import PhysicsLoop
 from .model import ModelContractError, default_two_hands_scene_path
 from .params import PARAMS, check_value, config_from, renderer_problem
@@ -366,14 +367,14 @@ class TwinNode(SafeLifecycleNode):
 
         values = {
             "real_time_factor": fmt(st.real_time_factor),
-            "real_time_factor_total": fmt(st.real_time_factor_total),
+            iface.KEY_RTF_TOTAL: fmt(st.real_time_factor_total),
             "max_lag_ms": fmt(st.max_lag * 1e3),
             "lag_p99_ms": fmt(st.lag_p99 * 1e3),
             "dropped_time_s": fmt(st.dropped_time),
             "physics_busy_fraction": fmt(st.busy_fraction),
             "command_age_s": fmt(st.command_age),
             "command_timeout_s": fmt(self.loop.watchdog.timeout),
-            "watchdog": st.watchdog.value,
+            iface.KEY_WATCHDOG: st.watchdog.value,
             "commands_received": str(st.commands),
             "commands_rejected": str(self._rejected),
             "command_values_deadbanded": str(sum(db.suppressed for db in self._deadbands)),

@@ -1,0 +1,24 @@
+"""The servo driver node's external interface as data (no rclpy, no serial): what hand_bringup
+reads of it. The node publishes with these names (see :mod:`hand_tracking.interface`)."""
+
+from __future__ import annotations
+
+from hand_common import contract
+
+NODE = contract.SERVO_DRIVER_NODE
+
+# --- diagnostics: the actuator status key -----------------------------------------------------------
+#: "True" while the driver holds its safe pose for lack of fresh commands, else "False"
+KEY_STALE = "stale"
+STALE_TRUE = str(True)
+KEY_STALE_EVENTS = "stale_events"
+
+# --- parameters other packages set ------------------------------------------------------------------
+PARAM_PORT = "port"
+
+
+def following(values: dict[str, str]) -> bool | None:
+    """Whether a driver status says it follows commands (None: not the actuator status)."""
+    if KEY_STALE not in values:
+        return None
+    return values[KEY_STALE] != STALE_TRUE
