@@ -47,11 +47,12 @@ from hand_tracking.tracker_core import TrackerCore, TrackOutput, default_finger_
 from hand_tracking.tracker_params import finger_param
 
 #: Gate refusals (``TrackOutput.rejected``) whose frame still shows a clear, whole hand: the gate
-#: judged the skeleton's metric size, its finger proportions or the classifier's confidence
-#: implausible. A calibration captures such frames; a broken skeleton (``degenerate``), landmarks
-#: out of the frame (``outside_image``), a jump against the last frame (``bone_jump``: blur, a
-#: tracking glitch) or any other refusal are not captured.
-CAPTURABLE_REFUSALS = frozenset({"palm_width", "finger_length", "low_score"})
+#: judged a digit's image length implausible (a finger pointing at a close camera is magnified by
+#: perspective). A calibration captures such frames; a broken skeleton (``degenerate``, a bone folded
+#: back: ``joint_angle``), landmarks out of the frame (``outside_image``), a shape that left its
+#: predicted motion (``motion``: blur, a glitch), a doubtful classifier (``low_score``: blurred
+#: frames measured so) and any other refusal are not captured.
+CAPTURABLE_REFUSALS = frozenset({"finger_length"})
 
 
 def _own_angles(core: TrackerCore, out: TrackOutput, width: int, height: int) -> tuple[np.ndarray | None, bool]:
