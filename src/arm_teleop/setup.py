@@ -43,6 +43,7 @@ setup(
             "arm_driver = arm_teleop.driver_node:main",
             "sim_sts_bus = arm_teleop.sim_bus:main",
             "arm_keys = arm_teleop.keys:main",
+            "bench_driver_memory = arm_teleop.bench_driver_memory:main",
         ],
     },
 )

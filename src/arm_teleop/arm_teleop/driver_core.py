@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,6 +29,9 @@ from arm_teleop import sts_protocol as p
 from arm_teleop.arm_model import ALL_JOINTS
 
 TICKS_PER_RAD = p.TICKS_PER_TURN / (2 * math.pi)
+#: Writes the driver keeps for inspection (``intended``/``performed`` rings; the totals are
+#: counters): a session at the 30 Hz command rate keeps flat memory (two writes a command).
+WRITE_HISTORY = 1000
 
 
 class OptIn(enum.StrEnum):
@@ -106,8 +110,11 @@ class ArmDriverCore:
         self.gripper_open = float(self.upper[-1] if gripper_open is None else gripper_open)
         self.bus = bus if level != OptIn.DRY_RUN else None
         self.torque_on = False
-        self.intended: list[Write] = []  # DRY_RUN / READ_ONLY: what MOTION would have written
-        self.performed: list[Write] = []
+        # the latest writes (rings of WRITE_HISTORY) and their running totals
+        self.intended: deque[Write] = deque(maxlen=WRITE_HISTORY)  # DRY_RUN / READ_ONLY: what MOTION would write
+        self.performed: deque[Write] = deque(maxlen=WRITE_HISTORY)
+        self.intended_total = 0
+        self.performed_total = 0
         self.last_error = ""
 
     # --- lifecycle ---------------------------------------------------------------------------------
@@ -130,7 +137,7 @@ class ArmDriverCore:
         for sid in self.cal.ids:
             self.bus.write_byte(sid, p.ADDR_TORQUE_ENABLE, 1)
         self.torque_on = True
-        self.performed.append(Write("torque", {sid: 1 for sid in self.cal.ids}))
+        self._performed(Write("torque", {sid: 1 for sid in self.cal.ids}))
         return q
 
     def torque_off(self) -> None:
@@ -139,7 +146,7 @@ class ArmDriverCore:
         for sid in self.cal.ids:
             self.bus.write_byte(sid, p.ADDR_TORQUE_ENABLE, 0)
         self.torque_on = False
-        self.performed.append(Write("torque", {sid: 0 for sid in self.cal.ids}))
+        self._performed(Write("torque", {sid: 0 for sid in self.cal.ids}))
 
     def shutdown(self) -> None:
         """MOTION: open the gripper, then torque off everything. READ_ONLY: torque off. Errors are
@@ -176,12 +183,17 @@ class ArmDriverCore:
         arm = Write("arm_goals", {sid: int(t) for sid, t in zip(self.cal.ids[:5], ticks[:5])})
         grip = Write("gripper_goal", {self.cal.ids[5]: int(ticks[5])})
         if self.level != OptIn.MOTION or not self.torque_on:
-            self.intended += [arm, grip]
+            self.intended.extend((arm, grip))
+            self.intended_total += 2
             return [arm, grip]
         self.bus.sync_write_positions(arm.ticks)
         self._write_gripper(q[5])
-        self.performed += [arm, grip]
+        self._performed(arm, grip)
         return [arm, grip]
+
+    def _performed(self, *writes: Write) -> None:
+        self.performed.extend(writes)
+        self.performed_total += len(writes)
 
     def _write_gripper(self, angle: float) -> None:
         g = float(np.clip(angle, self.lower[-1], self.upper[-1]))

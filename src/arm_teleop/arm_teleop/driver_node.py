@@ -213,7 +213,7 @@ class DriverNode(SafeLifecycleNode):
             DiagnosticStatus.WARN if core.level != OptIn.MOTION else DiagnosticStatus.OK)
         st.message = f"{core.level.value}, {self.lifecycle_state}" + (f", {self._last_error}" if self._last_error else "")
         vals = {"opt_in": core.level.value, "torque_on": core.torque_on, "commands": self._sent,
-                "intended_writes": len(core.intended), "errors": self._errors}
+                "intended_writes": core.intended_total, "errors": self._errors}
         if core.bus is not None:
             s = core.bus.stats
             vals.update(transactions=s.transactions, retries=s.retries, timeouts=s.timeouts,

@@ -224,3 +224,15 @@ def test_calibration_maps_zero_sign_and_refuses_bad_tables():
     assert cal.to_ticks(np.array([0, 0.5, 0, 0, 0, 0]))[1] < 2048  # sign −1
     assert "distinct" in Calibration(ids=(1, 1, 2, 3, 4, 5)).problem()
     assert sdk.COMM_SUCCESS == 0
+
+
+def test_write_history_is_a_ring_with_running_totals(arm):
+    from arm_teleop.driver_core import WRITE_HISTORY
+
+    d = _driver(OptIn.DRY_RUN, arm)
+    q = arm.keyframe("ready")
+    for _ in range(WRITE_HISTORY):  # two writes per command: the ring wraps half-way
+        d.command(q)
+    assert len(d.intended) == WRITE_HISTORY and d.intended_total == 2 * WRITE_HISTORY
+    assert [w.kind for w in list(d.intended)[-2:]] == ["arm_goals", "gripper_goal"]
+    assert d.performed_total == 0 and not d.performed
