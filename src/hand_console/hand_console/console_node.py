@@ -37,7 +37,8 @@ from rcl_interfaces.msg import Parameter, ParameterType
 from rcl_interfaces.srv import DescribeParameters, GetParameters, ListParameters, SetParameters
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.lifecycle import State, TransitionCallbackReturn
-from sensor_msgs.msg import CompressedImage, JointState
+from sensor_msgs.msg import CompressedImage, Image, JointState
+from std_msgs.msg import String
 
 from hand_common import contract
 from hand_common.node_tools import SafeLifecycleNode, run
@@ -45,7 +46,7 @@ from hand_common.param_spec import ParamSpec
 from hand_console import keys
 from hand_console.layout import blank_frame, decode_jpeg_rgb, draw_landmarks
 from hand_console.page import ConsolePage, Controls, check_host, url
-from hand_console.robots import ROBOT_VIEWS, UrdfPose, robot_views
+from hand_console.robots import ROBOT_VIEWS, UrdfPose, image_rgb, robot_panel, robot_views
 from hand_console.state import (
     MAX_RENDER_HZ,
     CalibrationLog,
@@ -56,10 +57,13 @@ from hand_console.state import (
     RenderClock,
     SafePoseCounter,
     SliderSpec,
+    arm_rows,
     figures,
     find_status,
     gate_view,
+    kapandji_rows,
     markdown_table,
+    servo_rows,
     slider_specs,
     update_trips,
 )
@@ -143,6 +147,10 @@ class ConsoleNode(SafeLifecycleNode):
         self.diagnostics: dict[str, dict[str, str]] = {}
         self.trips = SafePoseCounter()
         self.joint_slots: list[LatestSlot[JointState]] = []
+        self.twin_image: LatestSlot[Image] = LatestSlot()
+        self.kapandji: dict[str, float | None] = {"human": None, "robot": None}
+        self.arm_state: str | None = None
+        self._robot_rows_due = False
         self._robots: list[tuple[Any, UrdfPose]] = []
         self.calibration = CalibrationLog()
         self._calibrating = threading.Lock()
@@ -162,10 +170,14 @@ class ConsoleNode(SafeLifecycleNode):
             log.error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
         self._reset()
+        self.panel = robot_panel(str(p["profile"]))
         try:
             self.page = ConsolePage(host, int(p["port"]), title=f"hand console - {p['profile']}",
                                     controls=Controls(on_calibrate=self._on_calibrate, on_undo=self._on_undo,
-                                                      on_param=self._on_param))
+                                                      on_param=self._on_param),
+                                    robot_image=self.panel.twin_image is not None,
+                                    robot_text=self.panel.servo or self.panel.kapandji is not None
+                                    or self.panel.arm_state is not None)
         except OSError as exc:
             log.error(f"configure failed: cannot serve on {host}:{p['port']}: {exc}")
             return TransitionCallbackReturn.FAILURE
@@ -199,6 +211,17 @@ class ConsoleNode(SafeLifecycleNode):
         ]
         for v, slot in zip(self._views, self.joint_slots):
             self._subs.append(self.create_subscription(JointState, v.topic_name(), slot.put, view))
+        panel = self.panel
+        if panel.twin_image is not None:
+            self._subs.append(self.create_subscription(Image, panel.resolve(panel.twin_image), self.twin_image.put,
+                                                       view))
+        if panel.kapandji is not None:
+            for who, topic in zip(("human", "robot"), panel.kapandji):
+                self._subs.append(self.create_subscription(
+                    JointState, panel.resolve(topic), lambda m, who=who: self._on_kapandji(who, m), view))
+        if panel.arm_state is not None:
+            self._subs.append(self.create_subscription(String, panel.resolve(panel.arm_state), self._on_arm_state,
+                                                       view))
         self._stop.clear()
         self._render = threading.Thread(target=self._render_loop, name="console render", daemon=True)
         self._render.start()
@@ -238,6 +261,25 @@ class ConsoleNode(SafeLifecycleNode):
         if all(f in by_name for f in contract.FINGER_NAMES):
             self.history.add(t, [by_name[f] for f in contract.FINGER_NAMES])
         self.flexions.put(msg)
+
+    def _on_kapandji(self, who: str, msg: JointState) -> None:
+        self.kapandji[who] = float(msg.position[0]) if len(msg.position) else None
+        self._robot_rows_due = True
+
+    def _on_arm_state(self, msg: String) -> None:
+        self.arm_state = msg.data
+        self._robot_rows_due = True
+
+    def robot_rows(self) -> list[tuple[str, str]]:
+        """The robot folder's rows for this profile (servo, Kapandji, arm)."""
+        rows: list[tuple[str, str]] = []
+        if self.panel.servo:
+            rows += servo_rows(self.diagnostics) or [("servo driver", "no diagnostics yet")]
+        if self.panel.kapandji is not None:
+            rows += kapandji_rows(self.kapandji["human"], self.kapandji["robot"])
+        if self.panel.arm_state is not None:
+            rows += arm_rows(self.arm_state)
+        return rows
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         for st in msg.status:
@@ -288,6 +330,12 @@ class ConsoleNode(SafeLifecycleNode):
         if self.flexions.take() is not None:
             t, v = self.history.series()
             page.show_flexions(self.history.latest(), t, v)
+        twin = self.twin_image.take()
+        if twin is not None:
+            page.show_robot(rgb=image_rgb(twin.width, twin.height, twin.encoding, twin.step, twin.data))
+        if self._robot_rows_due:
+            self._robot_rows_due = False
+            page.show_robot(rows=self.robot_rows())
         for (robot, pose), slot in zip(self._robots, self.joint_slots):
             js = slot.take()
             if js is not None:
@@ -295,6 +343,8 @@ class ConsoleNode(SafeLifecycleNode):
         now = time.monotonic()
         if now - self._last_figures >= 1.0:
             self._last_figures = now
+            if self.panel.servo:
+                page.show_robot(rows=self.robot_rows())
             page.show_figures(figures(self.diagnostics, self.latency.percentiles_ms(), self.trips.trips)
                               + [("console drops (preview / flexions)",
                                   f"{self.preview.dropped} / {self.flexions.dropped}")])

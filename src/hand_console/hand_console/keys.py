@@ -31,11 +31,20 @@ TRACKER_REJECTED: tuple[str, ...] = tuple(f"rejected_{r}" for r in (
 TWIN_WATCHDOG = "watchdog"               # ok / stale / ...
 TWIN_RTF = "real_time_factor_total"
 SERVO_STALE = "stale"                    # "True" while the driver holds its safe pose
+SERVO_LINK = "link"                      # dry_run / open / closed / ...
+SERVO_PULSES = "last_pulses_us"          # the last pulse widths sent, us, space-separated
+SERVO_CHANNELS = "channels"              # the board channels, space-separated
+SERVO_FRAMES_SENT = "frames_sent"
+SERVO_FRAMES_ACKED = "frames_acked"
+SERVO_FRAMES_UNACKED = "frames_unacked"
+SERVO_BOARD_REJECTS = "board_rejects"
+SERVO_LOSS_RATE = "loss_rate"
 
 #: Every diagnostic key above, by node package (checked against the sources by the tests).
 KEYS_BY_PACKAGE: dict[str, tuple[str, ...]] = {
     "hand_tracking": (TRACKER_TRACKING, TRACKER_FRAME_RATE, TRACKER_DETECTION_RATE, TRACKER_FRAMES,
                       TRACKER_DROPPED, TRACKER_INFERENCE_P95, TRACKER_CALIBRATION, TRACKER_SOURCE),
     "hand_twin_mujoco": (TWIN_WATCHDOG, TWIN_RTF),
-    "hand_servo_driver": (SERVO_STALE,),
+    "hand_servo_driver": (SERVO_STALE, SERVO_LINK, SERVO_PULSES, SERVO_CHANNELS, SERVO_FRAMES_SENT,
+                          SERVO_FRAMES_ACKED, SERVO_FRAMES_UNACKED, SERVO_BOARD_REJECTS, SERVO_LOSS_RATE),
 }

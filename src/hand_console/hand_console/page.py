@@ -30,6 +30,8 @@ UNDO_BUTTON = "Undo calibration"
 PLAY_BUTTON = "Play"
 PAUSE_BUTTON = "Pause"
 TIMELINE_LABEL = "time (s)"
+ROBOT_FOLDER = "Robot"
+TWIN_CAMERA_LABEL = "twin camera"
 
 
 def check_host(host: str, allow_remote: bool) -> str:
@@ -69,7 +71,8 @@ class ConsolePage:
 
     def __init__(self, host: str = LOCALHOST, port: int = DEFAULT_PORT, *, title: str = "hand console",
                  controls: Controls | None = None, sliders: Sequence[tuple[SliderSpec, float]] = (),
-                 timeline_s: float | None = None, history_s: float = 10.0):
+                 timeline_s: float | None = None, history_s: float = 10.0, robot_image: bool = False,
+                 robot_text: bool = False):
         import viser
 
         self.controls = controls or Controls()
@@ -85,6 +88,14 @@ class ConsolePage:
         self._bars = [gui.add_progress_bar(0.0, color=c) for c in ("red", "orange", "green", "blue", "violet")]
         self._plot = gui.add_image(plot_history(np.zeros(0), np.zeros((0, 5)), history_s), label="last 10 s",
                                    format="png")
+        self._robot_image = self._robot_text = None
+        if robot_image or robot_text:
+            with gui.add_folder(ROBOT_FOLDER):
+                if robot_image:
+                    self._robot_image = gui.add_image(blank_frame(), label=TWIN_CAMERA_LABEL, format="jpeg",
+                                                      jpeg_quality=80)
+                if robot_text:
+                    self._robot_text = gui.add_markdown("waiting for the robot")
         with gui.add_folder("Figures"):
             self._figures = gui.add_markdown("waiting for /diagnostics")
         self._timeline = self._play = None
@@ -182,6 +193,14 @@ class ConsolePage:
         for bar, x in zip(self._bars, values if values is not None else [0.0] * 5):
             bar.value = float(min(max(x, 0.0), 1.0) * 100.0)
         self._plot.image = plot_history(t, v, self.history_s)
+
+    def show_robot(self, rgb: np.ndarray | None = None, rows: Sequence[tuple[str, str]] | None = None) -> None:
+        """The robot folder: the twin's camera picture (RGB) and/or its rows (servo pulses and
+        acks, Kapandji scores, the arm's state)."""
+        if rgb is not None and self._robot_image is not None:
+            self._robot_image.image = rgb
+        if rows is not None and self._robot_text is not None:
+            self._robot_text.content = markdown_table(rows)
 
     def show_figures(self, rows: Sequence[tuple[str, str]]) -> None:
         self._figures.content = markdown_table(rows)

@@ -101,6 +101,64 @@ ROBOT_VIEWS: dict[str, tuple[RobotView, ...]] = {
 }
 
 
+_DEX_TWIN_IMAGE = "hand_retarget.topics:TOPIC_TWIN_IMAGE"
+_KAPANDJI_HUMAN = "hand_retarget.topics:TOPIC_KAPANDJI_HUMAN"
+_KAPANDJI_ROBOT = "hand_retarget.topics:TOPIC_KAPANDJI_ROBOT"
+_ARM_TELEOP_STATE = "arm_teleop.topics:TELEOP_STATE"
+
+
+@dataclass(frozen=True)
+class RobotPanel:
+    """What the page's "Robot" folder shows for a profile, besides the URDFs: twin_image: a
+    sensor_msgs/Image topic (rgb8) of the MuJoCo twin's camera; servo: the servo driver's pulses and
+    acks (from its diagnostics); kapandji: (human, robot) sensor_msgs/JointState topics of the
+    Kapandji scores; arm_state: the arm teleop's std_msgs/String JSON state (armed / e-stop latched).
+    Topics may be ``module:NAME`` references (resolved on use by :func:`resolve`)."""
+
+    twin_image: str | None = None
+    servo: bool = False
+    kapandji: tuple[str, str] | None = None
+    arm_state: str | None = None
+
+    @staticmethod
+    def resolve(topic: str) -> str:
+        return _topic(topic) if ":" in topic else topic
+
+
+#: profile -> its robot panel (profiles absent here show the URDFs only).
+ROBOT_PANELS: dict[str, RobotPanel] = {
+    "sim": RobotPanel(twin_image=contract.TOPIC_TWIN_IMAGE),
+    "two_hands": RobotPanel(twin_image=contract.TOPIC_TWIN_IMAGE),
+    "robot_twin": RobotPanel(twin_image=contract.TOPIC_TWIN_IMAGE),
+    "demo": RobotPanel(twin_image=contract.TOPIC_TWIN_IMAGE, servo=True),
+    "hardware": RobotPanel(servo=True),
+    "robot": RobotPanel(servo=True),
+    "dex": RobotPanel(twin_image=_DEX_TWIN_IMAGE, kapandji=(_KAPANDJI_HUMAN, _KAPANDJI_ROBOT)),
+    "arm": RobotPanel(arm_state=_ARM_TELEOP_STATE),
+}
+
+
+def robot_panel(profile: str) -> RobotPanel:
+    """The robot panel of ``profile`` (an empty one when it has none)."""
+    return ROBOT_PANELS.get(profile, RobotPanel())
+
+
+def image_rgb(width: int, height: int, encoding: str, step: int, data: bytes) -> np.ndarray:
+    """A sensor_msgs/Image's pixels as RGB uint8 (height, width, 3); rgb8, bgr8, rgba8, bgra8 and
+    mono8 encodings; ValueError for another encoding or a buffer shorter than height x step."""
+    channels = {"rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4, "mono8": 1}.get(encoding)
+    if channels is None:
+        raise ValueError(f"image encoding {encoding!r} is not shown (rgb8, bgr8, rgba8, bgra8, mono8)")
+    if width <= 0 or height <= 0 or step < width * channels or len(data) < height * step:
+        raise ValueError(f"image {width}x{height} {encoding} step {step}: {len(data)} bytes")
+    a = np.frombuffer(bytes(data), np.uint8)[:height * step].reshape(height, step)[:, :width * channels]
+    a = a.reshape(height, width, channels)
+    if channels == 1:
+        return np.repeat(a, 3, axis=2)
+    rgb = a[:, :, :3]
+    return np.ascontiguousarray(rgb[:, :, ::-1] if encoding.startswith("bgr") else rgb)
+
+
 def robot_views(profile: str) -> tuple[RobotView, ...]:
     """The robots of ``profile`` (KeyError naming the known profiles)."""
     if profile not in ROBOT_VIEWS:

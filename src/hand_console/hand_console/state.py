@@ -318,3 +318,53 @@ def slider_specs(node: str, described: Sequence[tuple[str, float, float, str]], 
                 step = 0.01 if hi - lo <= 10 else 0.1
                 out.append(SliderSpec(node, name, name.replace("_", " "), float(lo), float(hi), step))
     return out
+
+
+# --- the robot panel ------------------------------------------------------------------------------------
+def servo_rows(diagnostics: Mapping[str, Mapping[str, str]]) -> list[tuple[str, str]]:
+    """The servo driver's pulses and acks (from its diagnostics, :mod:`hand_console.keys`):
+    [] before its first diagnostics."""
+    sv = find_status(diagnostics, keys.SERVO_DRIVER_NODE)
+    if not sv:
+        return []
+    channels = sv.get(keys.SERVO_CHANNELS, "").split()
+    pulses = sv.get(keys.SERVO_PULSES, "").split()
+    shown = " · ".join(f"{d} {p}" for d, p in zip(FINGER_NAMES, pulses)) if pulses else "-"
+    rows = [("servo link", sv.get(keys.SERVO_LINK, "-")),
+            ("pulses (us)" + (f", channels {' '.join(channels)}" if channels else ""), shown),
+            ("frames sent / acked / unacked", " / ".join(sv.get(k, "-") for k in (
+                keys.SERVO_FRAMES_SENT, keys.SERVO_FRAMES_ACKED, keys.SERVO_FRAMES_UNACKED))),
+            ("board rejects, loss rate", f"{sv.get(keys.SERVO_BOARD_REJECTS, '-')}, {sv.get(keys.SERVO_LOSS_RATE, '-')}"),
+            ("servo safe pose", "held (stale commands)" if sv.get(keys.SERVO_STALE) == "True" else "no")]
+    return rows
+
+
+def kapandji_rows(human: float | None, robot: float | None) -> list[tuple[str, str]]:
+    """Kapandji scores (0-10; -1 or None: not measurable) of the operator's and the robot's thumb."""
+    def f(v: float | None) -> str:
+        return "-" if v is None or not math.isfinite(v) or v < 0 else f"{v:.1f} / 10"
+    return [("Kapandji human", f(human)), ("Kapandji robot", f(robot))]
+
+
+#: The arm teleop's states (arm_teleop.state_machine.ArmState values) as the operator reads them.
+ARM_STATE_WORDS = {"DISABLED": "disarmed", "ARMED": "armed", "HOLD": "armed, holding",
+                   "MANUAL": "manual", "ESTOP": "e-stop latched"}
+
+
+def arm_rows(state_json: str | None) -> list[tuple[str, str]]:
+    """The arm's gesture state from one /arm/teleop_state message (JSON object with state, mode,
+    gesture, gripper_closed); [("arm", "no state yet")] without one, the error for bad JSON."""
+    import json
+
+    if state_json is None:
+        return [("arm", "no state yet")]
+    try:
+        d = json.loads(state_json)
+        state = str(d["state"])
+    except (ValueError, KeyError, TypeError) as exc:
+        return [("arm", f"unreadable state: {type(exc).__name__}")]
+    rows = [("arm", ARM_STATE_WORDS.get(state, state.lower())), ("gesture", str(d.get("gesture", "-"))),
+            ("mode", str(d.get("mode", "-"))), ("gripper", "closed" if d.get("gripper_closed") else "open")]
+    if d.get("ik_error_mm") is not None:
+        rows.append(("IK error", f"{float(d['ik_error_mm']):.1f} mm"))
+    return rows

@@ -214,3 +214,56 @@ def test_every_profile_has_a_robot_whose_urdf_loads_and_whose_mimic_joints_follo
                 np.testing.assert_allclose(got, expected, atol=1e-9)
                 mimics_checked += 1
     assert mimics_checked > 0  # the dexterous hand's URDF has mimic joints
+
+
+def test_robot_panel_rows_servo_kapandji_arm():
+    from hand_console.state import arm_rows, kapandji_rows, servo_rows
+
+    assert servo_rows({}) == []
+    diag = {"servo_driver: serial link": {keys.SERVO_LINK: "open", keys.SERVO_PULSES: "1500 1620 1710 1800 1900",
+                                          keys.SERVO_CHANNELS: "0 1 2 3 4", keys.SERVO_FRAMES_SENT: "120",
+                                          keys.SERVO_FRAMES_ACKED: "118", keys.SERVO_FRAMES_UNACKED: "2",
+                                          keys.SERVO_BOARD_REJECTS: "0", keys.SERVO_LOSS_RATE: "0.017",
+                                          keys.SERVO_STALE: "False"}}
+    rows = dict(servo_rows(diag))
+    assert rows["servo link"] == "open"
+    assert rows["pulses (us), channels 0 1 2 3 4"] == "thumb 1500 · index 1620 · middle 1710 · ring 1800 · pinky 1900"
+    assert rows["frames sent / acked / unacked"] == "120 / 118 / 2"
+    assert rows["servo safe pose"] == "no"
+    diag["servo_driver: serial link"][keys.SERVO_STALE] = "True"
+    assert dict(servo_rows(diag))["servo safe pose"].startswith("held")
+    assert kapandji_rows(8.0, -1.0) == [("Kapandji human", "8.0 / 10"), ("Kapandji robot", "-")]
+    assert kapandji_rows(None, float("nan"))[1] == ("Kapandji robot", "-")
+    assert arm_rows(None) == [("arm", "no state yet")]
+    assert dict(arm_rows('{"state": "ESTOP", "gesture": "FIST", "mode": "cartesian", "gripper_closed": true}')) == \
+        {"arm": "e-stop latched", "gesture": "FIST", "mode": "cartesian", "gripper": "closed"}
+    assert dict(arm_rows('{"state": "ARMED", "ik_error_mm": 1.5}'))["IK error"] == "1.5 mm"
+    assert arm_rows("{not json")[0][1].startswith("unreadable state")
+
+
+def test_arm_state_words_cover_the_state_machine():
+    from arm_teleop.state_machine import ArmState
+    from hand_console.state import ARM_STATE_WORDS
+
+    assert set(ARM_STATE_WORDS) == {s.value for s in ArmState}
+
+
+def test_robot_panels_resolve_their_topics_and_images_decode():
+    from hand_console.robots import ROBOT_PANELS, image_rgb, robot_panel
+
+    for profile, panel in ROBOT_PANELS.items():
+        for t in [panel.twin_image, panel.arm_state, *(panel.kapandji or ())]:
+            if t is not None:
+                assert panel.resolve(t).startswith("/"), (profile, t)
+    assert robot_panel("dex").resolve(robot_panel("dex").kapandji[0]) == "/dex_hand/kapandji/human"
+    assert robot_panel("arm").resolve(robot_panel("arm").arm_state) == "/arm/teleop_state"
+    assert robot_panel("operator") == type(robot_panel("sim"))()  # nothing but the URDF
+    rgb = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3)
+    padded = np.concatenate([rgb.reshape(2, 9), np.zeros((2, 3), np.uint8)], axis=1)  # step 12
+    assert (image_rgb(3, 2, "rgb8", 12, padded.tobytes()) == rgb).all()
+    assert (image_rgb(3, 2, "bgr8", 9, rgb[:, :, ::-1].tobytes()) == rgb).all()
+    assert image_rgb(3, 2, "mono8", 3, bytes(6)).shape == (2, 3, 3)
+    with pytest.raises(ValueError, match="encoding"):
+        image_rgb(3, 2, "16UC1", 6, bytes(12))
+    with pytest.raises(ValueError, match="bytes"):
+        image_rgb(3, 2, "rgb8", 9, bytes(10))

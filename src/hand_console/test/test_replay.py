@@ -1,0 +1,125 @@
+"""Replay of a recorded run (``console --bag``): a bag written with the project's bag module
+(landmarks with frame indices of the shared video, flexions, the tracker's diagnostics naming its
+source), read back on one time axis; scrubbing the page's timeline in a real browser (chromium
+headless) shows the frame and the flexions of that moment."""
+
+from __future__ import annotations
+
+import re
+import socket
+import threading
+
+import numpy as np
+import pytest
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Point
+from hand_msgs.msg import HandLandmarks, HandLandmarksArray
+from rclpy.serialization import serialize_message
+from sensor_msgs.msg import JointState
+
+from hand_common import contract
+from hand_common.bag import BagWriter
+from hand_console.replay import Replay, ReplayData, VideoFrames
+
+FPS = 30.0
+N = 90
+T0_NS = 1_700_000_000_000_000_000
+
+
+def flexion(i: int) -> list[float]:
+    """Ground truth: digit d of frame i."""
+    return [round((i % 30) / 30.0 * (d + 1) / 5.0, 4) for d in range(5)]
+
+
+@pytest.fixture(scope="module")
+def bag(tmp_path_factory, video_path):
+    path = tmp_path_factory.mktemp("replay") / "sim_bag"
+    with BagWriter(path) as w:
+        w.add(contract.TOPIC_LANDMARKS, "hand_msgs/msg/HandLandmarksArray")
+        w.add(contract.TOPIC_TARGET_FLEXIONS, "sensor_msgs/msg/JointState")
+        w.add(contract.TOPIC_DIAGNOSTICS, "diagnostic_msgs/msg/DiagnosticArray")
+        for i in range(N):
+            t_ns = T0_NS + int(i / FPS * 1e9)
+            lm = HandLandmarksArray()
+            lm.header.stamp.sec, lm.header.stamp.nanosec = divmod(t_ns, 1_000_000_000)
+            if i != 40:  # frame 40: no hand
+                h = HandLandmarks(frame_index=i, handedness="right", handedness_score=0.9, accepted=True,
+                                  quality=0.9)
+                h.image_landmarks = [Point(x=0.3 + 0.01 * k, y=0.5, z=0.0) for k in range(21)]
+                lm.hands = [h]
+            js = JointState(name=list(contract.FINGER_NAMES), position=flexion(i))
+            js.header.stamp = lm.header.stamp
+            w.write(contract.TOPIC_LANDMARKS, t_ns + 20_000_000, serialize_message(lm))
+            w.write(contract.TOPIC_TARGET_FLEXIONS, t_ns + 30_000_000, serialize_message(js))
+            if i % 30 == 0:
+                st = DiagnosticStatus(name=f"{contract.TRACKER_NODE}: tracking", values=[
+                    KeyValue(key="tracking", value="tracked"), KeyValue(key="frames", value=str(i)),
+                    KeyValue(key="source", value=f"video:{video_path}")])
+                w.write(contract.TOPIC_DIAGNOSTICS, t_ns + 40_000_000, serialize_message(DiagnosticArray(status=[st])))
+    return path
+
+
+def test_a_recorded_run_on_one_time_axis(bag, video_path):
+    data = ReplayData.load(bag)
+    assert len(data.frames) == N and data.source == f"video:{video_path}"
+    assert data.duration_s == pytest.approx((N - 1) / FPS, abs=1e-6)
+    assert data.frame_at(1.0).frame_index == 30 and data.frame_at(1.0 + 0.5 / FPS).frame_index == 30
+    assert data.frame_at(-1.0).frame_index == 0 and data.frame_at(99.0).frame_index == N - 1
+    assert data.frame_at(40 / FPS).frame_index == -1 and data.frame_at(40 / FPS).hands == []
+    latest, hist = data.flexions_at(55 / FPS)
+    assert latest == pytest.approx(flexion(55), abs=1e-6)
+    t, v = hist.series()
+    assert len(t) == 56 and t[-1] == 0.0 and v[0] == pytest.approx(flexion(0), abs=1e-6)
+    assert data.diagnostics_at(0.5)[f"{contract.TRACKER_NODE}: tracking"]["frames"] == "0"
+    assert data.diagnostics_at(2.5)[f"{contract.TRACKER_NODE}: tracking"]["frames"] == "60"
+    with pytest.raises(ValueError, match="no /hand/left/landmarks recorded"):
+        ReplayData.load(bag, side="left")
+
+
+def test_video_frames_by_index_seek_or_read_on(video_path):
+    import cv2
+
+    frames = VideoFrames(str(video_path))
+    try:
+        a = frames.get(30)
+        b = frames.get(31)  # read on
+        c = frames.get(30)  # seek back
+        assert a.shape == (180, 320, 3) and (a == c).all() and not (a == b).all()
+        assert frames.get(-1) is None and frames.get(10_000) is None
+    finally:
+        frames.close()
+    cap = cv2.VideoCapture(str(video_path))
+    for _ in range(31):
+        ok, bgr = cap.read()
+    cap.release()
+    ref = cv2.cvtColor(cv2.resize(bgr, (320, 180), interpolation=cv2.INTER_AREA), cv2.COLOR_BGR2RGB)
+    assert np.abs(ref.astype(int) - c.astype(int)).mean() < 1.0
+
+
+def test_scrubbing_in_a_browser_shows_the_frame_and_flexions_of_that_moment(bag):
+    from hand_console.browser import ConsoleBrowser, browser_problem
+    from hand_console.page import TIMELINE_LABEL
+
+    if problem := browser_problem():
+        pytest.fail(problem)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    replay = Replay(ReplayData.load(bag), "127.0.0.1", port)
+    thread = threading.Thread(target=replay.run, daemon=True)
+    thread.start()
+    page = ConsoleBrowser(f"http://127.0.0.1:{port}", width=1000, height=760, nice=0)
+    try:
+        page.open()
+        page.wait_for(lambda: "frame 0)" in page.text(), 60, "the first moment")
+        for i in (45, 12):
+            page.type_into(TIMELINE_LABEL, f"{(i + 0.5) / FPS:.2f}")  # within frame i's 33 ms
+            page.wait_for(lambda i=i: f"frame {i})" in page.text(), 60, f"frame {i}")
+            text = page.text()
+            shown = [float(x) for x in re.findall(r"(?:thumb|index|middle|ring|pinky) ([0-9.]+)", text)[:5]]
+            assert shown == pytest.approx(flexion(i), abs=0.006), (i, shown)
+        assert replay.video is not None  # the source video named in the diagnostics: real frames shown
+    finally:
+        page.close()
+        replay.close()
+        thread.join(5)
