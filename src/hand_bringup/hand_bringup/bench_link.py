@@ -150,7 +150,8 @@ def source_session(workdir: str, video: str, reps: int) -> dict[str, Any]:
     for name, t0, t1 in marks:
         window = [f for f in frames if t0 <= f["mono"] <= t1]
         highest = max((max(x for x in f["outputs"] if x is not None) for f in window if f.get("outputs")), default=None)
-        named = [d for d in diags if t0 <= d[0] <= t1 + 1.5 and d[1] >= 1 and name in d[3]]
+        named = [d for d in diags if t0 <= d[0] <= t1 + 1.5 and d[1] >= 1
+                 and (name in d[3] or name in d[2].get("command_sources_other", ""))]
         reps_out.append({"publisher": name, "frames": len(window), "highest_us": highest,
                          "frames_above_1900": sum(1 for f in window if f.get("outputs")
                                                   and max(x for x in f["outputs"] if x is not None) > 1900),
