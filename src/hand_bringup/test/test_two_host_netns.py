@@ -4,13 +4,14 @@ board) in another, DDS only over an emulated link between them (hand_bringup.net
 a forwarding process; this kernel has no netem). A short subset of the acceptance of issue 27 (the
 whole list, repeated, is ``bench_link``): one 2 s outage and one phase of 20 % loss, the whole run
 with the operator's clock 2 s behind (the link moves every command's capture stamp). Judged on the
-order of events and on pulses, never on timing (the figures are bench_link's). About 90 s.
+order of events and on pulses, never on timing (the figures are bench_link's). About 60-90 s.
 Skipped with the reason when not root or without network namespaces / TAP devices.
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -38,15 +39,17 @@ def _video() -> str:
 def test_two_hosts_over_a_bad_link(tmp_path):
     # the operator's clock is 2 s behind the robot's for the whole run (the link moves every command's
     # capture stamp by -2 s: each looks 2 s old): nothing below may change for it
-    r = rig.TwoHostRig(tmp_path, _video(), stamp_offset_s=-2.0)
+    # the video loops like a camera (a finite video whose late frames the tracker drops fails the run:
+    # "the run lost messages"), and the run ends with Ctrl-C after the faults
+    r = rig.TwoHostRig(tmp_path, _video(), loop=True, stamp_offset_s=-2.0)
     try:
         r.start()
-        t_down, t_up = r.outage(2.0, settle_s=2.0)
-        l0, l1 = r.phase(LinkFaults(loss=0.2), 4.0, settle_s=1.0)
-        code = r.wait_operator(120)
+        time.sleep(3.0)
+        t_down, t_up = r.outage(2.0, settle_s=3.0)
+        l0, l1 = r.phase(LinkFaults(loss=0.2), 4.0, settle_s=3.0)
     finally:
         codes = r.stop()
-    assert codes.get("operator") == 0 and code == 0, (tmp_path / "operator.out").read_text()[-3000:]
+    assert codes.get("operator") == 0, (tmp_path / "operator.out").read_text()[-3000:]
     assert codes.get("robot") == 0, (tmp_path / "robot.out").read_text()[-3000:]
     assert not [ns for ns in r.net.ns.values() if os.path.exists(f"/run/netns/{ns}")]  # namespaces removed
 
