@@ -42,6 +42,7 @@ setup(
             "dex_demo = hand_bringup.dex_demo:main",
             "bench_kill = hand_bringup.bench_kill:main",
             "bench_pipeline = hand_bringup.bench_pipeline:main",
+            "bench_link = hand_bringup.bench_link:main",
         ],
     },
 )

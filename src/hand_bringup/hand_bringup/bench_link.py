@@ -27,7 +27,8 @@ hundreds of ms and the driver refuses most of its commands as late, which then d
 Needs root, ``ip netns`` and /dev/net/tun. The load average is printed with the figures: on the
 shared 2-core machine they are noisy.
 
-  python -m hand_bringup.bench_link [--reps 5] [--sessions latency,faults,clock] [--json out.json]
+  python -m hand_bringup.bench_link [--reps 5] [--sessions transport,latency,faults,source,clock]
+      [--operator standin|tracker] [--json out.json]      (ros2 run hand_bringup bench_link)
 """
 
 from __future__ import annotations
@@ -249,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench_link", description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--window", type=float, default=8.0, help="latency: seconds per window")
-    ap.add_argument("--sessions", default="transport,latency,faults,clock")
+    ap.add_argument("--sessions", default="transport,latency,faults,source,clock",
+                    help="comma list of transport, latency, faults, source, clock")
     ap.add_argument("--operator", choices=("standin", "tracker"), default="standin",
                     help="faults/clock: a stand-in publisher (30 Hz, stamped at publish) or the MediaPipe tracker "
                          "on the looped video")
@@ -264,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     video = os.path.abspath(args.video or default_video())
     out = args.out or tempfile.mkdtemp(prefix="bench_link_")
     sessions = [s.strip() for s in args.sessions.split(",") if s.strip()]
+    unknown = sorted(set(sessions) - {"transport", "latency", "faults", "source", "clock"})
+    if unknown or not sessions:
+        ap.error(f"--sessions: unknown {unknown}" if unknown else "--sessions: none given")
     load0 = [round(x, 2) for x in os.getloadavg()]
     res: dict[str, Any] = {}
     if "source" in sessions:
