@@ -39,13 +39,19 @@ class LandmarkFrame:
     hands: observations (may be empty: a frame without a hand).
     index: source frame index (the recorded HandLandmarks.frame_index; counted on for empty frames).
     stamp: time of this replay read on the replay clock (s).
-    media_time: the recorded capture time (s), plus the loop offset: the stream's own timeline.
+    media_time: seconds since the first recorded capture, plus the loop offset, divided by the
+    source's playback rate: the stream's own timeline as played.
     recorded_stamp: the recorded capture time (s), :func:`stamp_seconds` of the recorded header
     stamp (exactly the float a live tracker ran its filter on).
     recorded_ns: the recorded header stamp in integer nanoseconds (sec * 1e9 + nanosec).
     width, height: recorded image size in pixels (0 if unknown).
     frame_id: recorded header frame_id.
     decode_ms: time to read and deserialize the message.
+    problems: what was wrong in the recorded message (kept, reported by the tracker).
+    capture_time: the capture time (s) the tracker filters on: ``recorded_stamp`` exactly at
+    playback rate 1 (a replay reproduces the live run); at another rate the recording's timeline
+    as played: first recorded capture + ``media_time`` (2.0: frames 1/60 s apart for a 30 fps
+    recording, as a 60 fps camera). None: ``recorded_stamp``.
     """
 
     hands: list[HandObservation]
@@ -59,6 +65,12 @@ class LandmarkFrame:
     frame_id: str = ""
     decode_ms: float = 0.0
     problems: list[str] = field(default_factory=list)
+    capture_time: float | None = None
+
+    @property
+    def filter_time(self) -> float:
+        """The capture time (s) to filter on: ``capture_time``, else ``recorded_stamp``."""
+        return self.recorded_stamp if self.capture_time is None else self.capture_time
 
 
 def stamp_seconds(stamp: Any) -> float:
@@ -95,15 +107,20 @@ def observations_from_msg(msg: Any) -> tuple[list[HandObservation], list[str]]:
 class BagLandmarkSource:
     """Recorded ``/hand/landmarks`` from a rosbag2 directory (or its .mcap/.db3 file's folder).
 
-    realtime: pace reads as recorded (capture-stamp differences); else as fast as read.
+    realtime: pace reads as recorded (capture-stamp differences / playback_rate); else as fast as read.
     loop: restart at the end (media_time keeps increasing).
+    playback_rate: > 0, 1.0 = the recording's pace; 2.0 plays a 30 fps recording as a 60 fps
+    stream (``fps`` doubles, media time and ``capture_time`` advance half as fast as recorded).
+    ValueError if not positive.
     Raises SourceError if the bag cannot be opened or holds no HandLandmarksArray on ``topic``.
     """
 
     def __init__(self, path: str | os.PathLike, *, topic: str = TOPIC_LANDMARKS, realtime: bool = True,
-                 loop: bool = False, clock: Clock = time.time):
+                 loop: bool = False, clock: Clock = time.time, playback_rate: float = 1.0):
         from hand_common import bag
+        from hand_tracking.sources import check_playback_rate
 
+        self.playback_rate = check_playback_rate(playback_rate)
         p = pathlib.Path(path)
         if p.is_file():  # a storage file given: use its bag directory
             p = p.parent
@@ -137,7 +154,9 @@ class BagLandmarkSource:
         if count == 0:
             raise SourceError(f"bag {str(p)!r}: {topic} holds no message")
         self.message_count = count
-        self.fps = 30.0  # refined from the recorded stamps as they come
+        #: The recording's frame rate (Hz), refined from the recorded stamps as they come.
+        self.native_fps = 30.0
+        self._origin: float | None = None  # the first recorded capture time of the first pass
         self._iter: Iterator | None = None
         self._reader = None
         self._offset = 0.0
@@ -184,7 +203,7 @@ class BagLandmarkSource:
         if item is None:
             if not self.loop or self._first is None or self._last is None:
                 return None
-            self._offset += (self._last - self._first) + 1.0 / self.fps
+            self._offset += ((self._last - self._first) + 1.0 / self.native_fps) / self.playback_rate
             self._first = self._last = None
             self._iter = self._messages()
             item = next(self._iter, None)
@@ -198,15 +217,17 @@ class BagLandmarkSource:
             recorded, recorded_ns = t_ns * 1e-9, int(t_ns)
         if self._first is None:
             self._first = recorded
+            if self._origin is None:
+                self._origin = recorded
         elif self._last is not None and recorded > self._last:
             dt = recorded - self._last
-            self.fps = 0.9 * self.fps + 0.1 * (1.0 / dt) if dt > 1e-4 else self.fps
+            self.native_fps = 0.9 * self.native_fps + 0.1 * (1.0 / dt) if dt > 1e-4 else self.native_fps
         self._last = recorded
         hands, problems = observations_from_msg(msg)
         self._index = int(msg.hands[0].frame_index) if len(msg.hands) else self._index + 1
         width = int(msg.hands[0].image_width) if len(msg.hands) else 0
         height = int(msg.hands[0].image_height) if len(msg.hands) else 0
-        media = self._offset + (recorded - self._first)
+        media = self._offset + (recorded - self._first) / self.playback_rate
         decode_ms = (time.monotonic() - t0) * 1e3
         if self.realtime:
             now = time.monotonic()
@@ -217,8 +238,14 @@ class BagLandmarkSource:
                 time.sleep(due - now)
         else:
             self._pace_t0 = None
+        capture = None if self.playback_rate == 1.0 else self._origin + media
         return LandmarkFrame(hands, self._index, self._clock(), media, recorded, recorded_ns, width, height,
-                             str(msg.header.frame_id), decode_ms, problems)
+                             str(msg.header.frame_id), decode_ms, problems, capture)
+
+    @property
+    def fps(self) -> float:
+        """The rate frames are served at (Hz): the recording's (``native_fps``) x playback_rate."""
+        return self.native_fps * self.playback_rate
 
     def close(self) -> None:
         self._closed = True

@@ -7,6 +7,12 @@ its ROS clock) and its *media time* (seconds on the stream's own monotonic timel
 index / fps for files, a monotonic clock for cameras; filters run on it, so a video processed
 faster than real time is filtered exactly as if it had been played live).
 
+Recordings (video files, image folders, bags) take a ``playback_rate``: 1.0 plays them at the
+recording's pace; 2.0 replays a 30 fps video as a 60 fps camera would deliver it: ``fps`` is 60,
+frames are paced 1/60 s apart (``realtime``), media times advance 1/60 s a frame and stamps are the
+clock at read time, exactly as for a live 60 fps camera (the motion in the images is then twice as
+fast as it was recorded). Every frame is still read once: nothing is skipped to reach the rate.
+
 Errors: :class:`SourceError` when a source cannot be opened or stops delivering (the message says
 what to check); :class:`FrameError` for one unreadable frame (the stream goes on). Every finite
 source ends (``read()`` returns None); a file that ends before its container says it should (a
@@ -113,6 +119,14 @@ def parse_source(text: str) -> SourceSpec:
     return SourceSpec(kind, target)
 
 
+def check_playback_rate(rate: float) -> float:
+    """``rate`` as a float if it is a valid playback rate (finite, > 0); ValueError otherwise."""
+    r = float(rate)
+    if not math.isfinite(r) or r <= 0.0:
+        raise ValueError(f"playback_rate must be a positive number (1.0 = the recording's pace), got {rate}")
+    return r
+
+
 def _video_devices() -> list[str]:
     return sorted(glob.glob("/dev/video*"))
 
@@ -191,8 +205,11 @@ class CameraSource:
 class VideoFileSource:
     """A video file decoded with OpenCV (FFmpeg).
 
-    realtime: pace reads at the file's frame rate (like a live camera); else as fast as decoded.
+    realtime: pace reads at ``fps`` (like a live camera); else as fast as decoded.
     loop: restart at the end (media_time keeps increasing; ``index`` restarts at 0).
+    playback_rate: > 0, 1.0 = the file's own rate; ``fps`` = the file's rate (``native_fps``) x
+    playback_rate, and media time = frame time / playback_rate (2.0: a 30 fps file is a 60 fps
+    camera). ValueError if not positive.
     ``realtime`` and ``loop`` may be changed between reads.
     Raises SourceError if the file is missing or yields no decodable frame, and from ``read()``
     when decoding stops before the frame count the container declares (``frame_count``, when it
@@ -204,10 +221,11 @@ class VideoFileSource:
     COUNT_TOLERANCE = 1
 
     def __init__(self, path: str | os.PathLike, *, realtime: bool = True, loop: bool = False,
-                 clock: Clock = time.time):
+                 clock: Clock = time.time, playback_rate: float = 1.0):
         import cv2
 
         self._cv2 = cv2
+        self.playback_rate = check_playback_rate(playback_rate)
         self.path = os.fspath(path)
         self.name = f"video:{self.path}"
         self.realtime = realtime
@@ -224,7 +242,9 @@ class VideoFileSource:
                               "or a codec this OpenCV build lacks)")
         self._pending: np.ndarray | None = img
         fps = float(self._cap.get(cv2.CAP_PROP_FPS))
-        self.fps = fps if math.isfinite(fps) and 1.0 <= fps <= 1000.0 else 30.0
+        #: The file's own frame rate (Hz); ``fps`` is the rate frames are served at.
+        self.native_fps = fps if math.isfinite(fps) and 1.0 <= fps <= 1000.0 else 30.0
+        self.fps = self.native_fps * self.playback_rate
         self.frame_count = int(self._cap.get(cv2.CAP_PROP_FRAME_COUNT))
         self._index = 0          # index of the next frame in the file
         self._offset = 0.0       # media time of the current loop's frame 0
@@ -287,7 +307,8 @@ class VideoFileSource:
 class ImageFolderSource:
     """The images of a folder (png, jpg, bmp, tif, webp), in file-name order, as a stream.
 
-    fps: the stream's frame rate (media time = index / fps; pacing when ``realtime``).
+    fps: the folder's frame rate (``native_fps``); frames are served at fps x playback_rate
+    (``fps`` after construction; media time = index / that rate; pacing when ``realtime``).
     An unreadable file raises FrameError for that frame ("frame N: <file>: not a readable image");
     the next read goes on. Raises SourceError if the folder is missing or holds no image, and from
     ``read()`` at the end of a pass in which no image was readable (looping would only repeat
@@ -295,7 +316,7 @@ class ImageFolderSource:
     """
 
     def __init__(self, path: str | os.PathLike, *, fps: float = 30.0, realtime: bool = False,
-                 loop: bool = False, clock: Clock = time.time):
+                 loop: bool = False, clock: Clock = time.time, playback_rate: float = 1.0):
         import cv2
 
         self._cv2 = cv2
@@ -303,7 +324,9 @@ class ImageFolderSource:
         self.name = f"images:{self.path}"
         if not math.isfinite(fps) or fps <= 0:
             raise ValueError(f"fps must be positive, got {fps}")
-        self.fps = float(fps)
+        self.playback_rate = check_playback_rate(playback_rate)
+        self.native_fps = float(fps)
+        self.fps = self.native_fps * self.playback_rate
         self.realtime = realtime
         self.loop = loop
         self._clock = clock
@@ -351,24 +374,32 @@ class ImageFolderSource:
 
 def open_frame_source(spec: SourceSpec, *, realtime: bool = True, loop: bool = False,
                       images_fps: float = 30.0, camera_width: int = 0, camera_height: int = 0,
-                      camera_fps: float = 0.0, clock: Clock = time.time):
+                      camera_fps: float = 0.0, clock: Clock = time.time, playback_rate: float = 1.0):
     """Open the source a :class:`SourceSpec` names (camera, video, images or bag).
+
+    playback_rate: recordings only (see the module docstring); a camera runs at its own rate, so a
+    rate other than 1.0 with a camera is a ValueError.
 
     Returns a FrameSource (bag: a :class:`hand_tracking.replay.BagLandmarkSource`, whose frames
     carry landmarks instead of images). Raises SourceError; ValueError for ``topic`` (the node
     subscribes to topics itself).
     """
+    rate = check_playback_rate(playback_rate)
     if spec.kind == "camera":
+        if rate != 1.0:
+            raise ValueError(f"{spec}: playback_rate {rate:g} applies to recordings (video, images, bag); "
+                             "a camera delivers at its own rate (camera_rate_hz)")
         dev: int | str = int(spec.target) if spec.target.isdigit() else spec.target
         return CameraSource(dev, width=camera_width, height=camera_height, fps=camera_fps, clock=clock)
     if spec.kind == "video":
-        return VideoFileSource(spec.target, realtime=realtime, loop=loop, clock=clock)
+        return VideoFileSource(spec.target, realtime=realtime, loop=loop, clock=clock, playback_rate=rate)
     if spec.kind == "images":
-        return ImageFolderSource(spec.target, fps=images_fps, realtime=realtime, loop=loop, clock=clock)
+        return ImageFolderSource(spec.target, fps=images_fps, realtime=realtime, loop=loop, clock=clock,
+                                 playback_rate=rate)
     if spec.kind == "bag":
         from hand_tracking.replay import BagLandmarkSource
 
-        return BagLandmarkSource(spec.target, realtime=realtime, loop=loop, clock=clock)
+        return BagLandmarkSource(spec.target, realtime=realtime, loop=loop, clock=clock, playback_rate=rate)
     raise ValueError(f"{spec}: not a frame source (topics are subscribed by the node)")
 
 

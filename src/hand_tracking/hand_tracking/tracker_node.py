@@ -42,6 +42,8 @@ the same parameters reproduces ``/hand/target_flexions`` and ``/hand/joint_flexi
 A video or image folder read faster than real time (``realtime: false``) is stamped on its media
 timeline (first read time + frame index / fps): filtered as if played live, whatever this
 machine's speed.
+A recording's ``playback_rate`` (1.0 = as recorded) plays it faster or slower, as a camera of
+that rate would deliver it (2.0: a 30 fps video is a 60 fps camera; see :mod:`hand_tracking.sources`).
 
 Run: ``ros2 run hand_tracking tracker_node --ros-args --params-file config/tracker.yaml
 -p source:=video:/path/clip.mp4``, then ``ros2 lifecycle set /hand_tracker configure`` and
@@ -202,7 +204,7 @@ class TrackerNode(SafeLifecycleNode):
                 self._source = open_frame_source(
                     spec, realtime=v["realtime"], loop=v["loop"], images_fps=v["images_rate_hz"],
                     camera_width=v["camera_width_px"], camera_height=v["camera_height_px"],
-                    camera_fps=v["camera_rate_hz"], clock=self._now)
+                    camera_fps=v["camera_rate_hz"], clock=self._now, playback_rate=v["playback_rate"])
             if spec.kind in ("camera", "video", "images"):
                 self._model = LandmarkModel(self._make_backend)
                 log.info(f"MediaPipe loaded and warmed up in {self._model.warm_up():.0f} ms")

@@ -77,6 +77,11 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("drop_late_frames", True, "With realtime pacing of a recording: drop frames that could "
               "not be processed in time, as a live camera does (false = process every frame, late if "
               "need be). A camera always delivers its freshest frame.", live=True),
+    ParamSpec("playback_rate", 1.0, "Recordings (video, images, bag): play them this many times faster "
+              "than recorded (1.0 = the recording's pace; 2.0 replays a 30 fps video as a 60 fps camera: "
+              "frames paced, counted and stamped 1/60 s apart, every frame read once). A camera "
+              "runs at its own rate: only 1.0 with a camera.",
+              range=(0.05, 20.0)),
     ParamSpec("loop", False, "Restart video files, image folders and bags at their end.", live=True),
     ParamSpec("batch_max_rate_hz", 200.0, "A recording read faster than real time (realtime false) is "
               "processed at most this many frames per second, Hz (0 = as fast as it reads): with keep-all "
@@ -255,6 +260,14 @@ def parameter_problem(v: dict[str, Any], changed: set[str]) -> str | None:
     for name in ("hand_preference", "backend", "replay_stamps"):
         if why := PARAM_BY_NAME[name].problem(v[name]):
             return why
+    rate = float(v["playback_rate"])
+    if rate != 1.0:
+        if parse_source(v["source"]).kind in ("camera", "topic"):
+            return (f"playback_rate {rate:g} applies to recordings (video, images, bag), not to "
+                    f"{v['source']}; keep 1.0")
+        if v["replay_stamps"] == "recorded":
+            return (f"replay_stamps 'recorded' reproduces the recording's stamps, which a playback_rate "
+                    f"of {rate:g} would contradict; use 'now' (stamped as played)")
     for name in ("joint_straight_angles", "joint_curled_angles"):
         arr = v[name]
         if len(arr) != len(JOINT_NAMES):

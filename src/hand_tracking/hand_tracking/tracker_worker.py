@@ -155,8 +155,9 @@ class FrameWorker:
             hands, width, height = item.hands, item.width, item.height
             for p in item.problems:
                 self._log.warning(f"recorded frame {item.index}: {p}", throttle_duration_sec=5.0)
-            # time comes from the data: the recorded capture stamp, whatever the output stamps
-            capture = item.recorded_stamp
+            # time comes from the data: the recorded capture stamp (at a playback rate other than
+            # 1, the recording's timeline as played), whatever the output stamps
+            capture = item.filter_time
             recorded = self._param("replay_stamps") == "recorded"
             stamp = stamp_from_ns(item.recorded_ns) if recorded else stamp_from_seconds(item.stamp)
             frame_id = item.frame_id or self._param("frame_id")

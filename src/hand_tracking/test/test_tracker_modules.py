@@ -145,6 +145,15 @@ def test_parameter_problems():
     assert parameter_problem(short, {"joint_curled_angles"}).startswith("joint_curled_angles needs 15")
     assert "hand_preference must be one of" in parameter_problem({**v, "hand_preference": "both"},
                                                                  {"hand_preference"})
+    # playback_rate: recordings only, and never with the recorded stamps it would contradict
+    fast = {**v, "source": "video:/x.mp4", "playback_rate": 2.0}
+    assert parameter_problem(fast, {"playback_rate"}) is None
+    assert parameter_problem({**fast, "source": "bag:/b"}, {"source"}) is None
+    assert "applies to recordings" in parameter_problem({**fast, "source": "camera:0"}, {"playback_rate"})
+    assert "applies to recordings" in parameter_problem({**fast, "source": "topic"}, {"source"})
+    assert "use 'now'" in parameter_problem({**fast, "source": "bag:/b", "replay_stamps": "recorded"},
+                                            {"replay_stamps"})
+    assert parameter_problem({**v, "replay_stamps": "recorded"}, {"replay_stamps"}) is None
 
 
 def test_parameter_table_rules():
@@ -153,7 +162,7 @@ def test_parameter_table_rules():
     from hand_tracking.tracker_core import TrackerConfig
     from hand_tracking.tracker_params import PARAM_BY_NAME, RENAMED
 
-    assert {s.name for s in PARAMS if not s.live} == {"source", "hands"}
+    assert {s.name for s in PARAMS if not s.live} == {"source", "hands", "playback_rate"}
     cfg, mp = TrackerConfig(), MediaPipeConfig()
     assert config_from(defaults()) == cfg
     assert mediapipe_config(defaults()) == mp

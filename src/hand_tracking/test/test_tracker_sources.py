@@ -280,3 +280,114 @@ def test_bag_with_a_corrupt_record_skips_it(tmp_path):
     assert src.read() is None
     src.close()
     assert [f.index for f in read_landmark_frames(tmp_path / "bag")] == [0, 2]
+
+
+# --- playback rate: a recording served as a faster (or slower) camera ------------------------------
+
+class FakeTime:
+    """Stands in for the ``time`` module of a source: monotonic time advances only by the sleeps
+    the source asks for (plus ``work`` s per read), so pacing is asserted on exact numbers."""
+
+    def __init__(self, work: float = 0.0):
+        self.now = 1000.0
+        self.work = work
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return self.now
+
+    def sleep(self, s: float) -> None:
+        self.sleeps.append(s)
+        self.now += s
+
+
+def test_video_playback_rate_serves_a_30_fps_file_as_a_60_fps_camera(tmp_path, monkeypatch):
+    import hand_tracking.sources as sources
+
+    path = tmp_path / "clip.avi"
+    write_video(path, 8, fps=30.0)
+    fake = FakeTime()
+    monkeypatch.setattr(sources, "time", fake)
+    src = VideoFileSource(path, realtime=True, loop=True, clock=fake.monotonic, playback_rate=2.0)
+    assert (src.native_fps, src.fps) == (pytest.approx(30.0), pytest.approx(60.0))
+    frames = read_all(src, limit=12)
+    src.close()
+    # every frame once, in order, looping: nothing skipped to reach the rate
+    assert [f.index for f in frames] == [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3]
+    assert [brightness(f) for f in frames] == [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3]
+    # stamped like a 60 fps camera: reads paced 1/60 s apart, media time 1/60 s a frame
+    np.testing.assert_allclose(np.diff([f.stamp for f in frames]), 1 / 60.0, rtol=1e-9)
+    np.testing.assert_allclose([f.media_time for f in frames], np.arange(12) / 60.0, rtol=1e-9, atol=1e-12)
+    # at 1.0 the same file is the 30 fps camera it always was
+    fake1 = FakeTime()
+    monkeypatch.setattr(sources, "time", fake1)
+    src = VideoFileSource(path, realtime=True, clock=fake1.monotonic)
+    frames = read_all(src)
+    src.close()
+    assert src.fps == pytest.approx(30.0) and len(frames) == 8
+    np.testing.assert_allclose(np.diff([f.stamp for f in frames]), 1 / 30.0, rtol=1e-9)
+
+
+def test_video_playback_rate_unpaced_keeps_the_faster_timeline(tmp_path):
+    path = tmp_path / "clip.avi"
+    write_video(path, 6, fps=25.0)
+    src = open_frame_source(parse_source(f"video:{path}"), realtime=False, playback_rate=0.5)
+    frames = read_all(src)
+    src.close()
+    assert src.fps == pytest.approx(12.5)
+    np.testing.assert_allclose([f.media_time for f in frames], np.arange(6) / 12.5)
+
+
+def test_image_folder_playback_rate(tmp_path, monkeypatch):
+    import hand_tracking.sources as sources
+
+    for k in range(4):
+        cv2.imwrite(str(tmp_path / f"{k:03d}.png"), np.full((8, 8, 3), 10 * k, np.uint8))
+    fake = FakeTime()
+    monkeypatch.setattr(sources, "time", fake)
+    src = ImageFolderSource(tmp_path, fps=20.0, realtime=True, clock=fake.monotonic, playback_rate=3.0)
+    frames = read_all(src)
+    assert src.fps == pytest.approx(60.0) and [brightness(f) for f in frames] == [0, 1, 2, 3]
+    np.testing.assert_allclose(np.diff([f.stamp for f in frames]), 1 / 60.0, rtol=1e-9)
+    np.testing.assert_allclose([f.media_time for f in frames], np.arange(4) / 60.0)
+
+
+def test_playback_rate_errors():
+    with pytest.raises(ValueError, match="applies to recordings"):
+        open_frame_source(parse_source("camera:/dev/video99"), playback_rate=2.0)
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="playback_rate must be a positive number"):
+            open_frame_source(parse_source("video:/nonexistent.mp4"), playback_rate=bad)
+
+
+def test_bag_playback_rate_paces_and_filters_on_the_played_timeline(tmp_path, monkeypatch):
+    import hand_tracking.replay as replay
+
+    hand = HandObservation(np.zeros((21, 3)), np.zeros((21, 3)), "left", 0.9)
+    rec = [5.0 + i / 30.0 for i in range(6)]
+    write_landmark_bag(tmp_path / "bag", [(t, i, [hand]) for i, t in enumerate(rec)], width=10, height=10)
+    fake = FakeTime()
+    monkeypatch.setattr(replay, "time", fake)
+    src = BagLandmarkSource(tmp_path / "bag", realtime=True, loop=True, clock=fake.monotonic, playback_rate=2.0)
+    got = [src.read() for _ in range(9)]
+    src.close()
+    assert [g.index for g in got] == [0, 1, 2, 3, 4, 5, 0, 1, 2]
+    assert src.native_fps == pytest.approx(30.0, rel=0.05) and src.fps == pytest.approx(2 * src.native_fps)
+    # the recorded stamps are kept as recorded ...
+    np.testing.assert_allclose([g.recorded_stamp for g in got], rec + rec[:3], atol=1e-6)
+    # ... and the stream is played, paced and filtered 1/60 s apart, across the loop too
+    media = np.array([g.media_time for g in got])
+    np.testing.assert_allclose(media[:6], np.arange(6) / 60.0, atol=1e-6)
+    np.testing.assert_allclose(np.diff(media), 1 / 60.0, atol=1e-6 + 0.002)  # loop gap: 1 / est. fps
+    np.testing.assert_allclose(np.diff([g.stamp for g in got]), np.diff(media), atol=1e-6)
+    np.testing.assert_allclose([g.filter_time for g in got], rec[0] + media, atol=1e-6)
+    # at 1.0 the filter runs on the recorded stamps exactly (a replay reproduces the live run)
+    src = BagLandmarkSource(tmp_path / "bag", realtime=False)
+    one = [src.read() for _ in range(6)]
+    src.close()
+    assert src.fps == src.native_fps
+    assert [g.filter_time for g in one] == [g.recorded_stamp for g in one]
+    assert all(g.capture_time is None for g in one)
