@@ -143,6 +143,7 @@ class ConsolePage:
                 def _(_event) -> None:
                     if self.controls.on_undo is not None:
                         self.controls.on_undo()
+        self._bounds: list[tuple[np.ndarray, np.ndarray]] = []  # robots' boxes in the scene, m
         self._sliders: dict[str, object] = {}
         self._setting: set[str] = set()  # sliders being moved by the node itself (no on_param)
         self._param_status = None
@@ -243,7 +244,26 @@ class ConsolePage:
 
         frame = self.server.scene.add_frame(f"/{name}", position=offset, show_axes=False)
         del frame
-        return ViserUrdf(self.server, urdf, root_node_name=f"/{name}")
+        handle = ViserUrdf(self.server, urdf, root_node_name=f"/{name}")
+        try:  # frame every robot shown so far (a hand is ~0.2 m: viser's default view is 5 m away)
+            lo, hi = np.asarray(urdf.scene.bounds, float) + np.asarray(offset, float)
+            self._bounds.append((lo, hi))
+            self.frame_robots()
+        except (AttributeError, TypeError, ValueError):  # a URDF without geometry keeps the default view
+            pass
+        return handle
+
+    def frame_robots(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Point the initial camera at the robots' bounding box (returns (look_at, position) m)."""
+        if not self._bounds:
+            return None
+        lo = np.min([b[0] for b in self._bounds], axis=0)
+        hi = np.max([b[1] for b in self._bounds], axis=0)
+        center, radius = (lo + hi) / 2.0, max(float(np.linalg.norm(hi - lo)) / 2.0, 0.05)
+        position = center + radius * np.array([1.6, 1.6, 1.1])
+        self.server.initial_camera.look_at = tuple(center)
+        self.server.initial_camera.position = tuple(position)
+        return center, position
 
     def close(self) -> None:
         self.server.stop()

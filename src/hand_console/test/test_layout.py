@@ -56,3 +56,29 @@ def test_decode_jpeg_gives_rgb_and_rejects_garbage():
     assert rgb[8, 8, 2] > 200 and rgb[8, 8, 0] < 40
     with pytest.raises(ValueError):
         decode_jpeg_rgb(b"not a jpeg")
+
+
+def test_the_3d_view_frames_the_robots():
+    """The initial camera looks at the robots' box from about its size away (viser's default view
+    from 5 m shows a 0.2 m hand as a speck)."""
+    import socket
+
+    import yourdfpy
+
+    from hand_console.page import ConsolePage
+    from hand_description.paths import urdf_path
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    page = ConsolePage("127.0.0.1", port)
+    try:
+        assert page.frame_robots() is None
+        urdf = yourdfpy.URDF.load(str(urdf_path("right")), load_meshes=True, build_scene_graph=True)
+        page.add_urdf("hand", urdf, (0.0, 0.15, 0.0))
+        lo, hi = np.asarray(urdf.scene.bounds) + [0.0, 0.15, 0.0]
+        look_at, position = np.asarray(page.server.initial_camera.look_at), np.asarray(page.server.initial_camera.position)
+        assert np.allclose(look_at, (lo + hi) / 2, atol=1e-6)
+        assert 0.05 < np.linalg.norm(position - look_at) < 1.0
+    finally:
+        page.close()
