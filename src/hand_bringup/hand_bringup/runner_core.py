@@ -230,6 +230,12 @@ class Runner:
                 f"{domain}: stop that run first (or use another ROS_DOMAIN_ID)")
 
     def start(self) -> None:
+        from hand_common.shm import reclaim_stale
+
+        removed, freed = reclaim_stale()  # kill -9 of a run leaves Fast DDS files nothing else reclaims
+        if removed:
+            print(f"[runner] reclaimed {len(removed)} Fast DDS shared-memory files of dead processes "
+                  f"({freed / 1e6:.1f} MB) in /dev/shm", flush=True)
         self.refuse_running_nodes()
         if any(s.key == JOINT_MAPPER for s in self.specs):
             # no robot_state_publisher here: read the URDF file without waiting for /robot_description
