@@ -184,6 +184,9 @@ class Runner:
         #: human-readable lines, one per topic that lost messages (empty: nothing lost)
         self.recording_problems: list[str] = []
         self.source_problem: str | None = None
+        #: why a finite source's run ended before the tracker reported the source finished (no
+        #: landmarks for ``idle_stop_s``): the run fails with it (it exited 0, a stall unreported)
+        self.ended_early: str | None = None
 
     # --- processes ----------------------------------------------------------------------------
     def _start_board(self) -> str:
@@ -417,6 +420,10 @@ class Runner:
                 self.cfg.video_frames:  # whichever of the monitor and the bag has counted them all first
             return True
         if self.cfg.idle_stop_s and frames and time.time() - frames[-1][1] > self.cfg.idle_stop_s:
+            total = f" of {self.cfg.video_frames}" if self.cfg.video_frames else ""
+            self.ended_early = (f"{contract.TOPIC_LANDMARKS}: no message for {self.cfg.idle_stop_s:.0f} s after "
+                                f"{self.monitor.landmark_msgs}{total} frames and the tracker never reported its "
+                                f"source finished: the run stopped early (see {self.log_dir})")
             return True
         return bool(self.cfg.duration_s and time.time() - self.t_start > self.cfg.duration_s)
 
@@ -481,6 +488,8 @@ class Runner:
         dropped = source_problem(self.monitor.source_frames())
         if dropped:
             self.recording_problems.append(dropped)
+        if self.ended_early and not self.monitor.source_finished():
+            self.recording_problems.append(self.ended_early)
         if self.recorder is None:
             if self.probe is not None:  # the runner subscribed: it has counts
                 self.recording, problems = check_received(self.published_counts(), self.monitor.received_counts())

@@ -67,6 +67,11 @@ class RunMonitor:
         self.flexions: dict[int, list[float]] = {}
         self.last_flexion: list[float] = []
         self.diagnostics: dict[str, dict[str, str]] = {}
+        #: the tracker's first status that reports its finite source finished: the source's final
+        #: accounting (frames, dropped_frames, flexions_published). Later statuses do not replace it:
+        #: once the runner deactivates the tracker, its status reports dropped_frames 0 (its prefetch
+        #: queue is gone), which made a run that dropped 507 of 621 frames exit 0
+        self.tracker_at_end: dict[str, str] | None = None
         self.landmark_msgs = 0
         self.flexion_msgs = 0  # every flexion topic (two hands: both sides)
         self.flexion_msgs_by_topic: dict[str, int] = {}
@@ -168,6 +173,9 @@ class RunMonitor:
                                   else int(status.level))
             entry["_message"] = status.message
             self.diagnostics[status.name] = entry
+            if (self.tracker_at_end is None and status.name.endswith(tracker_iface.STATUS_SUFFIX)
+                    and entry.get(tracker_iface.KEY_WATCHDOG) == tracker_iface.WATCHDOG_FINISHED):
+                self.tracker_at_end = entry
             self.count_safe_pose(status.name, entry)
 
     def count_safe_pose(self, name: str, entry: dict[str, str], now: float | None = None) -> None:
@@ -221,9 +229,14 @@ class RunMonitor:
                 return entry
         return {}
 
+    def source_status(self) -> dict[str, str]:
+        """The tracker's status at the end of its finite source (:attr:`tracker_at_end`) once it
+        ended, else its latest (:meth:`tracker_status`): what a run's end check counts from."""
+        return self.tracker_at_end if self.tracker_at_end is not None else self.tracker_status()
+
     def source_finished(self) -> bool:
         """True once the tracker reports that its finite source ended (video, images, bag)."""
-        return self.tracker_status().get(tracker_iface.KEY_WATCHDOG) == tracker_iface.WATCHDOG_FINISHED
+        return self.source_status().get(tracker_iface.KEY_WATCHDOG) == tracker_iface.WATCHDOG_FINISHED
 
     def published_counts(self, landmarks_published: bool = True) -> dict[str, int]:
         """Messages the publishers say they sent, per topic, where they say it, once the tracker's
@@ -231,7 +244,7 @@ class RunMonitor:
         when ``landmarks_published``; two hands: each side's landmarks topic too), the flexion
         topics from its ``flexions_published`` (two hands: ``flexions_published_<side>`` on each
         side's /target_flexions and /joint_flexions)."""
-        st = self.tracker_status()
+        st = self.source_status()
         out: dict[str, int] = {}
         if st.get(tracker_iface.KEY_WATCHDOG) != tracker_iface.WATCHDOG_FINISHED:
             return out
@@ -255,7 +268,7 @@ class RunMonitor:
         """(frames the tracker read from its finite source, of which it dropped) once the source
         finished: ``frames`` processed + ``dropped_frames`` (a paced replay with drop_late_frames
         drops the frames it cannot process in time); None before."""
-        st = self.tracker_status()
+        st = self.source_status()
         if (st.get(tracker_iface.KEY_WATCHDOG) != tracker_iface.WATCHDOG_FINISHED
                 or tracker_iface.KEY_FRAMES not in st):
             return None

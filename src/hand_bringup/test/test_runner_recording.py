@@ -23,6 +23,7 @@ import os
 import pathlib
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -161,3 +162,59 @@ def test_without_a_bag_the_runner_tallies_what_it_received(tmp_path):
                                          "(2 lost)"]
     assert f"{contract.TOPIC_LANDMARKS}: published 533, received 533 (no bag)" in runner.recording_summary()
     runner.probe = None
+
+
+def _tracker_diagnostics(state: str, watchdog: str, frames: int, dropped: int) -> SimpleNamespace:
+    """A /diagnostics message with the tracker's status as the node publishes it (the keys the
+    end check reads, from hand_tracking.interface)."""
+    from hand_tracking import interface as tracker_iface
+
+    values = {tracker_iface.KEY_STATE: state, tracker_iface.KEY_WATCHDOG: watchdog,
+              tracker_iface.KEY_FRAMES: str(frames), tracker_iface.KEY_FLEXIONS_PUBLISHED: str(frames),
+              tracker_iface.KEY_DROPPED_FRAMES: str(dropped), tracker_iface.KEY_BAD_FRAMES: "0",
+              tracker_iface.KEY_LAST_ERROR: ""}
+    status = SimpleNamespace(name=f"{tracker_iface.NODE}{tracker_iface.STATUS_SUFFIX}", level=1,
+                             message=f"source finished after {frames} frames",
+                             values=[SimpleNamespace(key=k, value=v) for k, v in values.items()])
+    return SimpleNamespace(status=[status])
+
+
+def test_dropped_frames_count_from_the_source_end_not_from_the_deactivated_tracker(tmp_path):
+    """The dex run on the shared video under load: the tracker processed 114 of 621 frames and
+    dropped 507; the runner then deactivated it and its next status (inactive, no prefetch queue)
+    said dropped_frames 0. The end check read that last status and the run exited 0. It must count
+    from the status of the source's end."""
+    from hand_bringup.runner_core import RunConfig, Runner
+
+    runner = Runner(RunConfig(profile="dex", out_dir=tmp_path))
+    runner.monitor.read_diagnostics(_tracker_diagnostics("active", "ok", 100, 430))
+    runner.monitor.read_diagnostics(_tracker_diagnostics("active", "finished", 114, 507))
+    runner.monitor.read_diagnostics(_tracker_diagnostics("inactive", "finished", 114, 0))  # after bring_down
+    runner.monitor.landmark_msgs = 114
+    runner.recorder = _FakeRecorder({contract.TOPIC_LANDMARKS: 114, contract.TOPIC_TARGET_FLEXIONS: 114})
+    assert runner.monitor.source_frames() == (621, 507)
+    assert runner.published_counts()[contract.TOPIC_LANDMARKS] == 114
+    runner._check_recording()
+    assert len(runner.recording_problems) == 1
+    assert runner.recording_problems[0].startswith(
+        f"{contract.TOPIC_LANDMARKS}: the source had 621 frames, the tracker dropped 507 ")
+
+
+def test_a_finite_run_that_stopped_on_idle_fails(tmp_path):
+    """No landmarks for idle_stop_s and no 'finished' from the tracker (a stalled tracker): the
+    run ended early, which must fail it (it ended with exit 0, the counts of nothing known)."""
+    import time
+
+    from hand_bringup.runner_core import RunConfig, Runner
+
+    runner = Runner(RunConfig(profile="dex", out_dir=tmp_path, video_frames=621, idle_stop_s=30.0))
+    runner.monitor.read_diagnostics(_tracker_diagnostics("active", "ok", 114, 0))
+    runner.monitor.landmark_msgs = 114
+    runner.monitor.frames.append((113, time.time() - 31.0, True, 0))
+    assert runner.finished()
+    runner.recorder = _FakeRecorder({contract.TOPIC_LANDMARKS: 114})
+    runner._check_recording()
+    assert len(runner.recording_problems) == 1
+    assert runner.recording_problems[0].startswith(
+        f"{contract.TOPIC_LANDMARKS}: no message for 30 s after 114 of 621 frames and the tracker never "
+        "reported its source finished: the run stopped early")

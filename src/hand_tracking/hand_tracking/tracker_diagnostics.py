@@ -98,6 +98,9 @@ class RunState:
             self._flexions_published = 0  # /hand/target_flexions (= /hand/joint_flexions) messages, one hand
             self._flexions_by_side: dict[str, int] = {}  # two hands: per side (their sum is the above)
             self._publish_retries = 0  # batch source: publishes retried while a keep-all history was full
+            #: frames the prefetch queues of this run dropped that are closed (deactivate): the
+            #: count outlives the queue, so a deactivated tracker still reports them (it said 0)
+            self._dropped_closed = 0
             self._tracking = ""
             self._reason = ""
             self._sides_status: dict[str, str] = {}
@@ -144,6 +147,16 @@ class RunState:
             self._flexions_published += 1
             if side is not None:
                 self._flexions_by_side[side] = self._flexions_by_side.get(side, 0) + 1
+
+    def prefetch_closed(self, dropped: int) -> None:
+        """The prefetch queue that dropped ``dropped`` frames is closed (the node left active)."""
+        with self.lock:
+            self._dropped_closed += int(dropped)
+
+    def dropped_frames(self, open_queue: int) -> int:
+        """Frames dropped this run: the closed queues' plus ``open_queue`` (the open one's count)."""
+        with self.lock:
+            return self._dropped_closed + int(open_queue)
 
     def publish_retried(self) -> None:
         with self.lock:

@@ -306,6 +306,7 @@ class TrackerNode(SafeLifecycleNode):
         if self._prefetch is not None:
             self._prefetch.close(close_source=False)
             self._source = self._prefetch.source  # may have been reopened (camera)
+            self._run.prefetch_closed(self._prefetch.dropped)  # still reported once inactive
             self._prefetch = None
         if self._preview is not None:
             self._preview.stop()
@@ -559,8 +560,7 @@ class TrackerNode(SafeLifecycleNode):
             return {k: sum(c.rejections[k] for c in cores) for k in REJECT_REASONS}
 
     def _holds(self) -> tuple[dict[str, int], int]:
-        """(held frames per cause, holds that skipped an unconfirmed reading) since configure
-        (both sides summed)."""
+        """(held frames per cause, holds that skipped an unconfirmed reading) since configure, both sides."""
         with self._lock:
             core = self._core
             cores = list(core.cores.values()) if isinstance(core, TwoHandCore) else [core] if core else []
@@ -577,7 +577,7 @@ class TrackerNode(SafeLifecycleNode):
             node_name=self.get_name(), state=self.lifecycle_state,
             source=str(self._spec) if self._spec else str(self._param("source")),
             period_s=period, run=self._run.snapshot(now),
-            dropped_frames=self._prefetch.dropped if self._prefetch is not None else 0,
+            dropped_frames=self._run.dropped_frames(self._prefetch.dropped if self._prefetch is not None else 0),
             rejections=self._rejections(), calibration=self._calibration.state, two_hands=two,
             holds=holds, holds_skipped_unconfirmed=skipped,
             identity_swaps=core.identity.swaps if two else 0,

@@ -134,6 +134,20 @@ def test_two_hands_status_counts_flexions_per_side():
     assert v["tracking_left"] == "tracked" and v["tracking_right"] == "lost"
 
 
+
+def test_dropped_frames_outlive_the_prefetch_queue():
+    """The node closes its prefetch queue when it leaves active; the frames that queue dropped
+    stay in the run's count (an inactive tracker reported dropped_frames 0 after dropping 409 of
+    621, and the runner's end check read that), until the next activation resets the run."""
+    run = RunState(now=0.0)
+    assert run.dropped_frames(409) == 409  # the open queue's count
+    run.prefetch_closed(409)  # deactivate: the queue is gone
+    assert run.dropped_frames(0) == 409
+    run.prefetch_closed(3)  # closed queues add up
+    assert run.dropped_frames(2) == 414
+    run.reset(now=1.0)
+    assert run.dropped_frames(0) == 0
+
 def test_parameter_problems():
     v = defaults()
     assert {s.name for s in PARAMS} == set(v)
