@@ -23,7 +23,7 @@ def test_a_domain_with_a_node_is_busy_and_an_empty_one_is_free():
         rclpy.shutdown(context=ctx)
 
 
-def test_pick_skips_busy_domains(monkeypatch):
+def test_pick_skips_busy_domains(monkeypatch, tmp_path):
     busy = {5: ["hand_twin"], 7: ["hand_tracker"]}
     probed: list[int] = []
 
@@ -40,5 +40,5 @@ def test_pick_skips_busy_domains(monkeypatch):
         def choice(self, seq):
             return 7 if 7 in seq else 9
 
-    domain, seen = free_domain.pick(wait_s=0.0, tries=8, rng=Rng())
+    domain, seen = free_domain.pick(wait_s=0.0, tries=8, rng=Rng(), claim_dir=str(tmp_path))
     assert (domain, seen, probed) == (9, busy, [5, 7, 9])
