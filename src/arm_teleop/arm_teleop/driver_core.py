@@ -81,6 +81,40 @@ class Calibration:
         return (np.asarray(ticks, dtype=float) - np.asarray(self.zero_ticks)) * np.asarray(self.signs) / TICKS_PER_RAD
 
 
+class WriteCap:
+    """At most ``rate_hz`` command writes a second on average, however fast commands come (a token
+    bucket of ``burst`` writes refilled by the elapsed time). No clock of its own: ``now`` is any
+    monotonic time in s. ``rate_hz`` is read at every call (a live parameter acts at once);
+    ``rate_hz <= 0`` lifts the cap. ``held`` counts writes refused (the caller sends the newest
+    command later, on its tick: a held command is delayed, never lost).
+    """
+
+    def __init__(self, burst: float = 2.0):
+        if not burst >= 1.0:
+            raise ValueError(f"burst must be >= 1 write, got {burst}")
+        self.burst = float(burst)
+        self._tokens = self.burst
+        self._t: float | None = None
+        self.held = 0
+
+    def tokens(self, now: float, rate_hz: float) -> float:
+        """Writes available at ``now`` (0..burst)."""
+        if rate_hz <= 0:
+            return self.burst
+        if self._t is None:
+            return self._tokens
+        return min(self.burst, self._tokens + max(0.0, now - self._t) * rate_hz)
+
+    def take(self, now: float, rate_hz: float) -> bool:
+        """Spend one write at ``now`` if the cap allows it (True), else count it held (False)."""
+        available = self.tokens(now, rate_hz)
+        if available < 1.0 - 1e-9:
+            self.held += 1
+            return False
+        self._tokens, self._t = available - 1.0, now
+        return True
+
+
 @dataclass
 class Write:
     """One intended or performed bus write (what dry-run logs)."""

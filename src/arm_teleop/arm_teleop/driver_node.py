@@ -6,7 +6,11 @@ Two opt-ins, both false by default (see :mod:`arm_teleop.driver_core`): ``real_h
 the measured joints, logs what it would write); ``real_hardware`` + ``allow_motion`` = **motion**.
 The opt-ins and the calibration can only change while unconfigured.
 
-Subscribes ``/arm/joint_commands`` (LATEST). Publishes ``/arm/joint_states`` (measured, rad;
+Subscribes ``/arm/joint_commands`` (LATEST): a new command is written **when it arrives** (the bus
+follows the command, not the loop's tick), at most ``max_write_rate_hz`` writes a second (a token
+bucket, :class:`~arm_teleop.driver_core.WriteCap`; a command held back by it is written on the next
+tick if still the newest and fresh). The tick (``rate``) reads and publishes the measured joints
+and applies the ``command_timeout`` check. Publishes ``/arm/joint_states`` (measured, rad;
 not in dry run) and ``/diagnostics`` (level, opt-in, bus retries/timeouts/corrupted packets, last
 error). Lifecycle: configure opens the bus (ping every ID, torque off); activate (motion) sets
 goal = present and turns torque on; a command older than ``command_timeout`` is not sent
@@ -26,7 +30,7 @@ from sensor_msgs.msg import JointState
 
 from arm_teleop import topics
 from arm_teleop.arm_model import ALL_JOINTS, ModelError, load_arm
-from arm_teleop.driver_core import ArmDriverCore, Calibration, OptIn, opt_in_level
+from arm_teleop.driver_core import ArmDriverCore, Calibration, OptIn, WriteCap, opt_in_level
 from hand_common import contract
 from hand_common.node_tools import SafeLifecycleNode, run
 from hand_common.param_spec import ParamSpec, field_defaults
@@ -48,7 +52,11 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("gripper_max_ticks", _CAL["gripper_max_ticks"], "calibrated gripper tick range: upper end", (0, 4095)),
     ParamSpec("retries", 3, "retries of a missing or corrupted status packet", (0, 10)),
     ParamSpec("timeout_ms", 20.0, "wait for a status packet (ms)", (1.0, 500.0)),
-    ParamSpec("rate", 30.0, "control/read loop rate (Hz)", (1.0, 200.0), live=True),
+    ParamSpec("rate", 30.0, "read loop rate (Hz): measured joints, stale check, held commands", (1.0, 200.0),
+              live=True),
+    ParamSpec("max_write_rate_hz", 100.0, "commands are written when they arrive, at most this many a "
+              "second, Hz (a 60 fps camera's commands fit; 0 = no cap). One write (SYNC_WRITE of 5 goals + "
+              "the gripper's) is ~40 bytes, ~0.4 ms at 1 Mbaud", (0.0, 1000.0), live=True),
     ParamSpec("command_timeout", 0.15, "commands older than this are not sent (s; 4.5 frames at 30 Hz)", (0.05, 10.0),
               live=True),
     ParamSpec("model_path", "", "MJCF for limits and the gripper ctrlrange ('' = arm_description)"),
@@ -75,6 +83,7 @@ class DriverNode(SafeLifecycleNode):
         self._last_dry_log = 0.0
         self._errors = 0
         self._last_error = ""
+        self._cap = WriteCap()
 
     def _p(self, name):
         return self.get_parameter(name).value
@@ -175,6 +184,32 @@ class DriverNode(SafeLifecycleNode):
             return
         self._cmd = q
         self._cmd_t = time.monotonic()
+        self._send(self._cmd_t)  # at once: the bus follows the command, not the tick
+
+    def _send(self, now: float) -> None:
+        """Write the newest command if it is fresh, not yet written and the write cap allows it
+        (else it waits for the next arrival or tick). Bus errors are counted, never raised."""
+        core = self.core
+        if core is None or self._cmd is None or now - self._cmd_t > self._p("command_timeout"):
+            return
+        if self._last_sent is not None and np.array_equal(self._cmd, self._last_sent):
+            return
+        if not self._cap.take(now, float(self._p("max_write_rate_hz"))):
+            return
+        from arm_teleop.sts_bus import BusError
+
+        try:
+            writes = core.command(self._cmd)
+        except (BusError, OSError) as exc:
+            self._errors += 1
+            self._last_error = str(exc)
+            self.get_logger().error(f"bus: {exc}", throttle_duration_sec=2.0)
+            return
+        self._last_sent = self._cmd
+        self._sent += 1
+        if core.level != OptIn.MOTION and now - self._last_dry_log >= self._p("dry_run_log_period"):
+            self._last_dry_log = now
+            self.get_logger().info(f"{core.level.value}: would write " + "; ".join(str(w) for w in writes))
 
     def _tick(self) -> None:
         core = self.core
@@ -190,19 +225,11 @@ class DriverNode(SafeLifecycleNode):
                 js.name = list(ALL_JOINTS)
                 js.position = [float(x) for x in q]
                 self._js_pub.publish(js)
-            fresh = self._cmd is not None and time.monotonic() - self._cmd_t <= self._p("command_timeout")
-            if fresh and (self._last_sent is None or not np.array_equal(self._cmd, self._last_sent)):
-                writes = core.command(self._cmd)
-                self._last_sent = self._cmd
-                self._sent += 1
-                now = time.monotonic()
-                if core.level != OptIn.MOTION and now - self._last_dry_log >= self._p("dry_run_log_period"):
-                    self._last_dry_log = now
-                    self.get_logger().info(f"{core.level.value}: would write " + "; ".join(str(w) for w in writes))
         except (BusError, OSError) as exc:
             self._errors += 1
             self._last_error = str(exc)
             self.get_logger().error(f"bus: {exc}", throttle_duration_sec=2.0)
+        self._send(time.monotonic())  # a command the write cap held back, if still fresh
 
     def _diagnostics(self) -> None:
         core = self.core
@@ -213,6 +240,7 @@ class DriverNode(SafeLifecycleNode):
             DiagnosticStatus.WARN if core.level != OptIn.MOTION else DiagnosticStatus.OK)
         st.message = f"{core.level.value}, {self.lifecycle_state}" + (f", {self._last_error}" if self._last_error else "")
         vals = {"opt_in": core.level.value, "torque_on": core.torque_on, "commands": self._sent,
+                "writes_held": self._cap.held,
                 "intended_writes": core.intended_total, "errors": self._errors}
         if core.bus is not None:
             s = core.bus.stats

@@ -19,7 +19,7 @@ from std_srvs.srv import SetBool, Trigger
 
 from arm_teleop import sts_protocol as p
 from arm_teleop import topics
-from arm_teleop.arm_model import load_arm
+from arm_teleop.arm_model import ALL_JOINTS, load_arm
 from arm_teleop.driver_core import Calibration
 from arm_teleop.sim_bus import PtySimBus, SimBus
 from hand_bringup import bringup
@@ -154,3 +154,35 @@ def test_gesture_session_through_the_nodes(system):
     assert all(w["addr"] == p.ADDR_TORQUE_ENABLE and w["data"] == [0] for w in tail[1:])
     assert all(not s.torque for s in bus.servos.values())
     assert all(np.all(np.isfinite(c.position)) for c in cmds)
+
+
+def test_driver_writes_each_command_when_it_arrives(tmp_path):
+    """A 1 Hz read loop and a 0.15 s command_timeout: a command published once is written when it
+    arrives (before, the 1 Hz tick found most of them stale and never wrote them)."""
+    bus = SimBus()
+    srv = PtySimBus(bus)
+    share = bringup.share_file("arm_teleop", "config/arm_driver.yaml")
+    proc = NodeProcess.module("arm_teleop.driver_node", "--ros-args", "--params-file", share,
+                              "-r", "__node:=arrival_driver", "-r", f"{topics.JOINT_COMMANDS}:=/arrival/commands",
+                              "-p", "real_hardware:=true", "-p", "allow_motion:=true", "-p", "rate:=1.0",
+                              "-p", f"port:={srv.port}", log_path=str(tmp_path / "driver.log"))
+    probe = RosProbe("arrival_probe")
+    try:
+        assert probe.change_state("arrival_driver", "configure", timeout=30), proc.tail()
+        assert probe.change_state("arrival_driver", "activate"), proc.tail()
+        pub = probe.publisher(JointState, "/arrival/commands", contract.qos(contract.LATEST))
+        probe.wait_for_subscribers(pub)
+        cal = Calibration()
+        for k in range(5):
+            q = np.array([0.05 * (k + 1), 0.0, 0.0, 0.0, 0.0, 0.0])
+            tick = int(cal.to_ticks(q)[0])
+            pub.publish(JointState(name=list(ALL_JOINTS), position=[float(x) for x in q]))
+
+            def written(tick=tick):
+                return any(w["id"] == cal.ids[0] and w["addr"] == p.ADDR_GOAL_POSITION
+                           and p.unword(*w["data"][:2]) == tick for w in list(bus.writes))
+            wait_until(written, 10, f"command {k} (shoulder_pan tick {tick}) on the bus\n{proc.tail()}")
+    finally:
+        probe.close()
+        proc.stop()
+        srv.close()
