@@ -7,7 +7,11 @@ In one run, on the shared video paced at 30 fps like a camera, three scenarios o
                 + simulated board, the runner's recorder (bag), live calibration, and the demo
                 video composed after the run (its seconds are reported apart);
 (c) ``burner``: (b) plus one CPU-burner process (a busy Python loop) that the benchmark starts
-                before and stops after the scenario.
+                before and stops after the scenario;
+(d) ``console``: (b) plus the operator console (hand_console, ``runner --console``) with a
+                headless chromium showing its page for the whole run (the console draws only
+                while a browser looks); its figures are compared with (b)'s: tracker fps ratio,
+                capture → flexion p95 difference, the console's and the browser's CPU seconds.
 
 Per scenario: tracker frames/s, frames processed / dropped, capture → ``/hand/target_flexions``
 p50/p95/max as a keep-last-1 subscriber receives it (what an actuator sees), its p95 over the first
@@ -40,7 +44,7 @@ import numpy as np
 
 from hand_common.stats import percentiles_ms, rate_hz
 
-SCENARIOS = ("alone", "full", "burner")
+SCENARIOS = ("alone", "full", "burner", "console")
 BURNER_CODE = "while True:\n    pass\n"
 
 
@@ -87,6 +91,22 @@ def wire_latencies(board_log: pathlib.Path, capture_stamps: list[float]) -> list
     return out
 
 
+def _browser_cpu_seconds() -> float:
+    """User + system CPU seconds of the running chromium processes (the benchmark's browser)."""
+    from hand_bringup.runner_core import process_cpu_seconds
+
+    total = 0.0
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if b"chromium" in cmd and b"chromedriver" not in cmd:
+            total += process_cpu_seconds(int(pid)) or 0.0
+    return total
+
+
 def _p95(values: list[float]) -> float | None:
     return percentiles_ms(values).get("p95") if values else None
 
@@ -106,8 +126,16 @@ def run_scenario(name: str, video: str, n_frames: int, out: pathlib.Path, live_r
     if full:
         overrides[TWIN] = ({"render_rate": 30.0, "publish_image": False, "record_dir": str(out / "twin_frames")}
                              if live_render else {"render_rate": 0.0, "publish_image": False})
+    with_console = name == "console"
+    if with_console:
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            console_port = sock.getsockname()[1]
+        overrides["console"] = {"port": console_port}
     cfg = RunConfig(profile="demo", out_dir=out, overrides=overrides, record=full, sim_board=full,
-                    video_frames=n_frames, idle_stop_s=5.0)
+                    video_frames=n_frames, idle_stop_s=5.0, console=with_console)
     runner = Runner(cfg)
     if not full:
         runner.specs = [NODES[TRACKER]]
@@ -118,15 +146,25 @@ def run_scenario(name: str, video: str, n_frames: int, out: pathlib.Path, live_r
     if name == "burner":
         burner = subprocess.Popen([sys.executable, "-c", BURNER_CODE], stdin=subprocess.DEVNULL)
     error = None
+    browser = None
+    browser_cpu = None
     try:
         runner.start()
         runner.connect()
         runner.bring_up()
+        if with_console:  # a browser on the page for the whole run (niced as hand_console.browser does)
+            from hand_console.browser import ConsoleBrowser
+
+            browser = ConsoleBrowser(f"http://127.0.0.1:{console_port}", 1000, 760)
+            browser.driver.get(browser.url)
         runner.supervise(on_tick=calibration.tick)
         time.sleep(0.5)
     except Exception as exc:  # noqa: BLE001 - reported with the figures
         error = f"{type(exc).__name__}: {exc}"
     finally:
+        if browser is not None:
+            browser_cpu = _browser_cpu_seconds()
+            browser.close()
         runner.stop()
         burner_cpu = None
         if burner is not None:
@@ -141,11 +179,13 @@ def run_scenario(name: str, video: str, n_frames: int, out: pathlib.Path, live_r
         write_outputs(runner, calibration, video, n_frames, out, shared)
         post_s = round(time.monotonic() - t0, 1)
     diag = tracker_diagnostics(runner)
-    lat = runner.monitor.flexion_latency
+    lat = list(runner.monitor.flexion_latency)  # a bounded deque: slices need a list
     half = len(lat) // 2
     cpu = dict(runner.cpu_seconds)
     if burner_cpu is not None:
         cpu["burner"] = round(burner_cpu, 2)
+    if browser_cpu is not None:
+        cpu["browser"] = round(browser_cpu, 2)
 
     def num(key: str) -> float | None:
         try:
@@ -201,6 +241,14 @@ def print_report(results: list[dict[str, Any]], load: dict[str, Any]) -> None:
             p95, inf = r["latency_ms"].get("p95"), r["inference_ms_p95"]
             print(f"ratio ({r['scenario']}/alone): fps {r['tracker_fps'] / base['tracker_fps']:.3f}; "
                   f"p95 − inference p95 = {_fmt(p95 - inf if p95 is not None and inf is not None else None)} ms")
+    full = next((r for r in results if r["scenario"] == "full"), None)
+    con = next((r for r in results if r["scenario"] == "console"), None)
+    if full and con and full["tracker_fps"] and con["tracker_fps"]:
+        p_full, p_con = full["latency_ms"].get("p95"), con["latency_ms"].get("p95")
+        print(f"console (console/full, issue 23 targets: fps ratio >= 0.98, p95 + <= 2 ms): fps ratio "
+              f"{con['tracker_fps'] / full['tracker_fps']:.3f}; capture→flexion p95 "
+              f"{_fmt(p_con - p_full if p_con is not None and p_full is not None else None)} ms; CPU s console "
+              f"{con['cpu_seconds'].get('console')}, browser {con['cpu_seconds'].get('browser')}")
 
 
 def main(argv: list[str] | None = None) -> int:
