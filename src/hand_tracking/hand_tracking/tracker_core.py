@@ -54,13 +54,17 @@ from hand_tracking.landmarks import HandObservation
 #: Default windows, radians (interior angles), for the default ``landmark_mode='fused'`` at
 #: model_complexity 1. Chosen from measured evidence: over the shared video and its robustness set
 #: (:mod:`hand_tracking.robustness`, 10 variants, every 6th frame plus the oracle frames) the open
-#: hand's lowest curl per finger (O) and the fist's highest (F) were thumb..pinky
-#: O = 2.80 2.78 2.83 2.88 2.92, F = 2.51 2.02 1.97 1.78 1.77 rad; each finger window maps O to
-#: flexion 0.1 and F to 0.9 (``straight = O + 0.1 D``, ``D = (O - F) / 0.8``). The thumb barely
-#: curls in a fist (F 2.51), so its window only keeps the open thumb at <= 0.12 (straight O + 0.05)
-#: and reads the fist's thumb ~0.8. Calibrate for real use.
-DEFAULT_FINGER_STRAIGHT = (2.85, 2.87, 2.94, 3.02, 3.07)
-DEFAULT_FINGER_CURLED = (2.40, 1.93, 1.86, 1.65, 1.62)
+#: hand's lowest curl per finger (O) and the fist's highest (F) were index..pinky
+#: O = 2.78 2.83 2.88 2.92, F = 2.02 1.97 1.78 1.77 rad; each finger window maps O to flexion 0.1
+#: and F to 0.9 (``straight = O + 0.1 D``, ``D = (O - F) / 0.8``).
+#: Thumb (issue 22): a relaxed open thumb on other people's recordings curls 2.63-2.68 rad, the
+#: shared video's open thumb >= 2.80, its fist thumb (over the fingers) 2.43-2.51, its thumb tucked
+#: into the palm (frames 15-29) 2.34-2.36, its thumbs in pinches 2.60-2.85. straight 2.69 reads the
+#: relaxed thumb <= 0.19 (2.63) and 0.03 (2.68); curled 2.38 reads the tucked thumb 1.0 and the fist
+#: thumb 0.58-0.84; the window (0.31 rad) is the calibration's minimum joint window (0.3), so
+#: landmark noise is not amplified beyond what calibration allows. Calibrate for real use.
+DEFAULT_FINGER_STRAIGHT = (2.69, 2.87, 2.94, 3.02, 3.07)
+DEFAULT_FINGER_CURLED = (2.38, 1.93, 1.86, 1.65, 1.62)
 #: Per joint (JOINT_NAMES order: thumb CMC/MCP/IP, then MCP/PIP/DIP of each finger), by the same
 #: rule per joint where O - F >= 0.4 rad; a joint that moves less than that between open hand and
 #: fist (thumb CMC/MCP/IP, the fingers' MCPs, index DIP, ring DIP) gets ``straight = O + 0.05``

@@ -105,6 +105,23 @@ def test_uncalibrated_defaults_read_the_video_right(lm):
             assert (fist_min[1:] >= 0.8).all(), fist_min
 
 
+#: The thumb tucked into the palm at the start of the video (fused thumb curl 2.34-2.36 rad).
+TUCKED_THUMB = range(15, 30)
+
+
+def test_default_thumb_window_on_the_video(lm):
+    """Issue 22: open thumbs read open, the tucked thumb closed, the fist's thumb (over the fingers)
+    at least half closed, uncalibrated."""
+    flex = np.array([o.finger_flexions for o in run_core(lm, TrackerConfig())])[:, 0]
+    open_max = flex[list(OPEN_FRAMES)].max()
+    tucked_min = flex[list(TUCKED_THUMB)].min()
+    fist_min = flex[list(FIST_FRAMES)].min()
+    print(f"\nthumb: open max {open_max:.2f}, tucked min {tucked_min:.2f}, fist min {fist_min:.2f}")
+    assert open_max <= 0.05  # measured 0.00
+    assert tucked_min >= 0.9
+    assert fist_min >= 0.5  # measured 0.58-0.84 over the robustness set
+
+
 def test_filter_smooths_the_real_open_hand_without_biasing_it(lm):
     outs = run_core(lm, TrackerConfig())
     raw = np.array([o.raw_angles for o in outs])
