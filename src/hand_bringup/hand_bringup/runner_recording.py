@@ -192,6 +192,12 @@ class Recorder:
             recorded = self.record_published_topics(names)
             unmatched = {t for t in recorded if t != contract.TOPIC_DIAGNOSTICS
                          and self._subs[t].get_publisher_count() == 0}
+            # /diagnostics has a publisher per node: every one the graph shows must have matched (a
+            # node's status sent on activation went to a reader that had matched another node only)
+            diagnostics = self._subs.get(contract.TOPIC_DIAGNOSTICS)
+            if diagnostics is not None and diagnostics.get_publisher_count() < self._node.count_publishers(
+                    contract.TOPIC_DIAGNOSTICS):
+                unmatched.add(contract.TOPIC_DIAGNOSTICS)
             if expected <= recorded and not unmatched:
                 return
             time.sleep(0.02)

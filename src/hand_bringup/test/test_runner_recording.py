@@ -218,3 +218,43 @@ def test_a_finite_run_that_stopped_on_idle_fails(tmp_path):
     assert runner.recording_problems[0].startswith(
         f"{contract.TOPIC_LANDMARKS}: no message for 30 s after 114 of 621 frames and the tracker never "
         "reported its source finished: the run stopped early")
+
+
+class _FakeSubscription:
+    def __init__(self, matched: int) -> None:
+        self.matched = matched
+
+    def get_publisher_count(self) -> int:
+        return self.matched
+
+
+class _FakeGraphNode:
+    """The graph shows two /diagnostics publishers (two nodes); the recorder's reader has matched
+    ``matched`` of them."""
+
+    def __init__(self, matched: int) -> None:
+        self.matched = matched
+
+    def create_subscription(self, msg_type, topic, callback, qos, raw=False):
+        return _FakeSubscription(self.matched)
+
+    def get_publisher_names_and_types_by_node(self, name, namespace):
+        return [(contract.TOPIC_DIAGNOSTICS, ["diagnostic_msgs/msg/DiagnosticArray"])]
+
+    def count_publishers(self, topic):
+        return 2 if topic == contract.TOPIC_DIAGNOSTICS else 0
+
+
+@pytest.mark.parametrize("matched", [1, 2])
+def test_activation_waits_for_every_diagnostics_publisher(tmp_path, capsys, matched):
+    """A node's status published at activation reached the bag only if the recorder's /diagnostics
+    reader had matched that node's publisher; one matched publisher (another node's) was enough
+    before, so the runner activated the nodes with a reader that could miss their first statuses."""
+    from hand_bringup.runner_recording import Recorder
+
+    rec = Recorder(_FakeGraphNode(matched), tmp_path / "bag")
+    rec.record(contract.TOPIC_DIAGNOSTICS, "diagnostic_msgs/msg/DiagnosticArray")
+    rec.wait_for_publishers(set(), ["servo_driver", "hand_tracker"], timeout=0.3)
+    out = capsys.readouterr().out
+    assert (f"matched no publisher on ['{contract.TOPIC_DIAGNOSTICS}']" in out) == (matched < 2)
+    rec.close()
