@@ -10,7 +10,10 @@ acknowledges and runs the watchdog. It records what it would output:
   and ``mono`` (CLOCK_MONOTONIC, comparable across processes): ``frame`` (an accepted frame:
   ``seq``, ``msg`` set_pulses/heartbeat/safe, ``result`` 0 ok/1 clamped, ``outputs`` = every
   channel's pulse in µs or null when detached), ``reject`` (``counter`` that rose and by ``count``),
-  ``watchdog``, ``boot``, ``plug``, ``unplug``, ``inject``, ``exit``.
+  ``watchdog``, ``boot``, ``plug``, ``unplug``, ``inject``, ``exit``, and ``horn``: an SG90 horn
+  (:class:`hand_servo_driver.horn.HornModel`, ``--horn-speed-dps`` 600, ``--horn-deadband-us`` 5)
+  reached its target: ``channel``, ``pulse_us``, ``at_mono`` (arrival, CLOCK_MONOTONIC s),
+  ``set_mono`` and ``seq`` (when and by which frame that target was set).
 - ``--stats-file`` (JSON, default ``<link>.stats.json``, rewritten atomically when something
   changed, at most every 50 ms): counters of the current boot and ``totals`` over all boots,
   ``outputs``, ``flags``, ``frames_applied``, ``plugged``, ``injected``.
@@ -56,6 +59,7 @@ from hand_servo_driver.board import (
     BoardConfig,
     parse_channel_list,
 )
+from hand_servo_driver.horn import SG90_DEADBAND_US, SG90_SPEED_DPS, Arrival, HornModel
 
 ERROR_COUNTERS = ("crc_errors", "length_errors", "range_errors", "type_errors", "timeouts", "garbage_bytes")
 
@@ -65,8 +69,10 @@ class SimBoard:
 
     def __init__(self, config: BoardConfig, link: str, port_file: str | None, log_path: str | None,
                  stats_path: str | None, control_path: str | None, flip_rate: float = 0.0,
-                 truncate_rate: float = 0.0, seed: int | None = None, quiet: bool = False):
+                 truncate_rate: float = 0.0, seed: int | None = None, quiet: bool = False,
+                 horn_speed_dps: float = SG90_SPEED_DPS, horn_deadband_us: float = SG90_DEADBAND_US):
         self.config = config
+        self.horns = HornModel(config.channels, speed_dps=horn_speed_dps, deadband_us=horn_deadband_us)
         self.link = os.path.abspath(link)
         self.port_file = port_file
         self.stats_path = stats_path
@@ -255,6 +261,8 @@ class SimBoard:
         if b is None:
             return
         for ev in b.events:
+            if ev.outputs:
+                self._record_horns(self.horns.command(time.monotonic(), ev.outputs, tag=ev.seq))
             if ev.kind == "frame":
                 if ev.msg == "set_pulses":
                     self.frames_applied += 1
@@ -272,6 +280,11 @@ class SimBoard:
                 if k in ERROR_COUNTERS:
                     self.record("reject", counter=k, count=d)
         self._prev_counters = c
+
+    def _record_horns(self, arrivals: list[Arrival]) -> None:
+        for a in arrivals:
+            self.record("horn", channel=a.channel, pulse_us=round(a.pulse_us, 1), at_mono=round(a.t, 6),
+                        set_mono=round(a.set_t, 6), seq=a.tag)
 
     def _on_master_readable(self) -> None:
         try:
@@ -349,6 +362,7 @@ class SimBoard:
                 replies = self.board.poll(self.now_ms())
                 self._drain_events()
                 self._send(replies)
+            self._record_horns(self.horns.advance(time.monotonic()))
             self.write_stats()
 
     def close(self) -> None:
@@ -503,6 +517,10 @@ def build_arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("--flip-rate", type=float, default=0.0, help="probability to flip a bit of each SET_PULSES")
     ap.add_argument("--truncate-rate", type=float, default=0.0, help="probability to truncate each SET_PULSES")
     ap.add_argument("--seed", type=int, default=None, help="random seed of the fault injection")
+    ap.add_argument("--horn-speed-dps", type=float, default=SG90_SPEED_DPS,
+                    help="simulated horn speed, deg/s (SG90: %(default)s)")
+    ap.add_argument("--horn-deadband-us", type=float, default=SG90_DEADBAND_US,
+                    help="half dead band of the simulated horns, us (SG90: %(default)s)")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--summarize", metavar="LOG", help="print the summary of a log as JSON and exit")
     return ap
@@ -530,10 +548,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"sim_board: invalid configuration: {exc}", file=sys.stderr)
         return 2
+    if not args.horn_speed_dps > 0 or not args.horn_deadband_us >= 0:
+        print(f"sim_board: invalid configuration: --horn-speed-dps must be > 0 and --horn-deadband-us >= 0 "
+              f"(got {args.horn_speed_dps}, {args.horn_deadband_us})", file=sys.stderr)
+        return 2
     link = args.link
     sim = SimBoard(config, link, args.port_file, args.log or _beside(link, ".log.jsonl"),
                    args.stats_file or _beside(link, ".stats.json"), args.control, args.flip_rate, args.truncate_rate,
-                   args.seed, args.quiet)
+                   args.seed, args.quiet, args.horn_speed_dps, args.horn_deadband_us)
 
     def on_signal(signum, _frame):
         if signum in (signal.SIGINT, signal.SIGTERM):

@@ -236,3 +236,32 @@ def test_board_files_go_beside_a_writable_link_else_to_the_temp_folder(tmp_path,
     real_access = os.access
     monkeypatch.setattr(os, "access", lambda path, mode: False if path == "/dev" else real_access(path, mode))
     assert _beside("/dev/ttyACM0", ".log.jsonl") == os.path.join(tempfile.gettempdir(), "ttyACM0.log.jsonl")
+
+
+def test_horns_reach_their_targets_at_the_sg90_speed(tmp_path):
+    """The log's ``horn`` records: the first pulse places a horn (position unknown before), a
+    600 us move at 600 deg/s (6667 us/s) arrives 90 ms after the frame set it, a 300 deg/s horn
+    (--horn-speed-dps) twice as late; a target within the dead band is no move."""
+    from hand_servo_driver.horn import US_PER_DEG
+
+    for speed in (600.0, 300.0):
+        (tmp_path / f"s{int(speed)}").mkdir()
+        sb = SimBoardProcess(str(tmp_path / f"s{int(speed)}"), "--watchdog-ms", "0", "--horn-speed-dps", str(speed))
+        host = Host(sb.link)
+        try:
+            host.exchange(p.encode_set_pulses(1, [(0, 1200), (1, 1500)]), 1)
+            wait_for(lambda sb=sb: len(sb.records("horn")) == 2, what="horns placed")
+            host.exchange(p.encode_set_pulses(2, [(0, 1800), (1, 1503)]), 2)  # ch 1: within the dead band
+            horns = wait_for(lambda sb=sb: len(r := sb.records("horn")) == 3 and r, what="horn 0 at 1800 us")
+        finally:
+            host.close()
+            sb.stop()
+        assert [(h["seq"], h["channel"], h["pulse_us"]) for h in horns] == [(1, 0, 1200.0), (1, 1, 1500.0),
+                                                                             (2, 0, 1800.0)]
+        move = horns[2]
+        set_frame = next(r for r in sb.records("frame") if r["seq"] == 2)
+        assert move["set_mono"] == pytest.approx(set_frame["mono"], abs=0.002)  # set when applied
+        assert move["at_mono"] - move["set_mono"] == pytest.approx(600.0 / (speed * US_PER_DEG), abs=1e-5)
+    with pytest.raises(subprocess.CalledProcessError):
+        subprocess.run([sys.executable, "-m", "hand_servo_driver.sim_board", "--horn-speed-dps", "0",
+                        "--link", str(tmp_path / "bad")], check=True, capture_output=True, timeout=30)
