@@ -19,6 +19,7 @@ from sensor_msgs.msg import JointState
 
 from hand_common import contract
 from hand_common.testing import NodeProcess, RosProbe, wait_until
+from hand_tracking import interface as iface
 from hand_tracking.calibration import capture_pose, windows_from_poses
 from hand_tracking.geometry import fused_points, joint_angles
 from hand_tracking.replay import landmark_array, write_landmark_bag
@@ -70,12 +71,16 @@ def latest_status(diags) -> DiagnosticStatus:
 
 
 def test_lifecycle_parameters_and_video(probe, tmp_path, video_path):
+    # paced like a camera (realtime) but every frame processed, late if need be (drop_late_frames
+    # false): which frames arrive does not depend on how fast this machine runs MediaPipe (with
+    # drops, a loaded machine skipped 1-7 frames at a time)
     node = start_node(tmp_path, "video", "source:=camera:57", "model_complexity:=0", "realtime:=true",
-                      "loop:=true")
+                      "drop_late_frames:=false", "loop:=true")
     try:
-        lm = probe.collect(HandLandmarksArray, contract.TOPIC_LANDMARKS, QOS)
-        tf = probe.collect(JointState, contract.TOPIC_TARGET_FLEXIONS, QOS)
-        jf = probe.collect(JointState, contract.TOPIC_JOINT_FLEXIONS, QOS)
+        keep_all = contract.qos(contract.REPLAY)  # the probe keeps every sample it is sent
+        lm = probe.collect(HandLandmarksArray, contract.TOPIC_LANDMARKS, keep_all)
+        tf = probe.collect(JointState, contract.TOPIC_TARGET_FLEXIONS, keep_all)
+        jf = probe.collect(JointState, contract.TOPIC_JOINT_FLEXIONS, keep_all)
         dg = probe.collect(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, QOS)
         assert probe.get_state(NODE, timeout=30) == "unconfigured"
 
@@ -104,16 +109,16 @@ def test_lifecycle_parameters_and_video(probe, tmp_path, video_path):
         [r] = probe.set_parameters(NODE, source="camera:0")
         assert not r.successful and "read at configure time" in r.reason
 
+        t_activate = time.monotonic()  # the source's pacing clock (CLOCK_MONOTONIC, system-wide)
         assert probe.change_state(NODE, "activate") is True
         assert probe.get_state(NODE) == "active"
-        wait_until(lambda: len(tf) >= 20 and len(jf) >= 20, 30, "flexions from the video")
+        wait_until(lambda: len(tf) >= 20 and len(jf) >= 20, 60, "flexions from the video")
 
-        # landmarks every frame, the physical right hand, frame indices of the video (realtime
-        # pacing behaves like a live camera: a frame may be dropped while MediaPipe warms up)
+        # landmarks of every frame from the first, in order, the physical right hand
         msgs = list(lm)
         assert all(len(m.hands) == 1 and m.hands[0].handedness == "right" for m in msgs)
         idx = np.array([m.hands[0].frame_index for m in msgs])
-        assert (np.diff(idx) > 0).all() and (np.diff(idx[-15:]) == 1).all(), idx
+        assert (idx == np.arange(len(idx))).all(), idx
         h = msgs[-1].hands[0]
         assert (h.image_width, h.image_height) == (1280, 720) and h.header.frame_id == "camera_optical"
         assert all(math.isfinite(p.x) for p in h.world_landmarks)
@@ -139,9 +144,10 @@ def test_lifecycle_parameters_and_video(probe, tmp_path, video_path):
         # a valid change acts on the next frames: index window above every index curl → 1.0
         [a, b] = probe.set_parameters(NODE, index_straight_angle=3.14, index_curled_angle=3.0)
         assert a.successful and b.successful
+        # frames read (stamped) after the change returned are processed with it
         t_set = time.time()
         n0 = len(tf)
-        wait_until(lambda: len(tf) >= n0 + 15, 10, "flexions after the change")
+        wait_until(lambda: sum(stamp(m) > t_set for m in list(tf)[n0:]) >= 10, 60, "flexions after the change")
         after = [m for m in list(tf)[n0:] if stamp(m) > t_set]
         assert len(after) >= 10 and all(m.position[1] == 1.0 for m in after)
         assert any(m.position[1] < 1.0 for m in list(tf)[:n0])
@@ -150,7 +156,8 @@ def test_lifecycle_parameters_and_video(probe, tmp_path, video_path):
         assert a.successful and b.successful
         t_set = time.time()
         n0 = len(tf)
-        wait_until(lambda: len(tf) >= n0 + 15, 10, "flexions after the second change")
+        wait_until(lambda: sum(stamp(m) > t_set for m in list(tf)[n0:]) >= 10, 60,
+                   "flexions after the second change")
         after = [m for m in list(tf)[n0:] if stamp(m) > t_set]
         assert len(after) >= 10 and all(m.position[1] == 0.0 for m in after)
         assert get_params(probe, "index_straight_angle", "index_curled_angle") == [0.3, 0.1]
@@ -160,7 +167,7 @@ def test_lifecycle_parameters_and_video(probe, tmp_path, video_path):
         assert r.successful
         t_set = time.time()
         n0 = len(lm)
-        wait_until(lambda: len(lm) >= n0 + 10, 10, "landmarks after mirror:=true")
+        wait_until(lambda: any(stamp(m) > t_set for m in list(lm)[n0:]), 60, "landmarks after mirror:=true")
         after = [m for m in list(lm)[n0:] if stamp(m) > t_set]
         assert after and all(m.hands[0].handedness == "left" for m in after)
         [r] = probe.set_parameters(NODE, backend="tasks")
@@ -168,17 +175,33 @@ def test_lifecycle_parameters_and_video(probe, tmp_path, video_path):
 
         wait_until(lambda: len(dg) >= 2, 10, "diagnostics")
         st = latest_status(dg)
+        elapsed = time.monotonic() - t_activate
         values = {kv.key: kv.value for kv in st.values}
         assert st.level == DiagnosticStatus.OK, st.message
-        assert 15.0 < float(values["frame_rate_hz"]) < 45.0  # realtime pacing at the file's 30 fps
-        assert float(values["detection_rate"]) == 1.0 and float(values["inference_ms"]) > 0
+        frames = int(values[iface.KEY_FRAMES])
+        # realtime pacing at the file's 30 fps: frame n is read no earlier than n/30 s after the
+        # first (a slow machine only reads later); every frame processed, a hand in each (621/621):
+        # followed, or its pose held where the quality gate refused the reading, never lost
+        assert 20 <= frames <= elapsed * 30.0 + 1, (frames, elapsed)
+        assert int(values[iface.KEY_DROPPED_FRAMES]) == 0
+        tracked, held = int(values["frames_tracked"]), int(values["held_total"])
+        assert tracked + held == frames and held <= tracked, values
+        assert int(values[iface.KEY_FLEXIONS_PUBLISHED]) == frames, values
+        assert float(values["inference_ms"]) > 0
+        assert math.isfinite(float(values["frame_rate_hz"]))
 
-        # deactivate: flexions stop; cleanup: back to unconfigured
+        # deactivate: flexions stop (the node's own count, then every one of them received and no more)
         assert probe.change_state(NODE, "deactivate") is True
-        time.sleep(0.3)
-        n = len(tf)
+        n_diag = len(dg)
+        def latest_values():
+            return {kv.key: kv.value for kv in latest_status(dg).values}
+
+        wait_until(lambda: len(dg) > n_diag and latest_values()[iface.KEY_STATE] == "inactive", 30,
+                   "diagnostics of the inactive node")
+        n = int(latest_values()[iface.KEY_FLEXIONS_PUBLISHED])
+        wait_until(lambda: len(tf) >= n, 30, "every published flexion")
         time.sleep(0.5)
-        assert len(tf) == n
+        assert len(tf) == n and len(jf) == n
         assert probe.change_state(NODE, "cleanup") is True
         assert probe.get_state(NODE) == "unconfigured"
     finally:
