@@ -223,7 +223,8 @@ def run_profile(args: argparse.Namespace) -> int:
         print(f"[runner] error: {exc}", file=sys.stderr)
         code = 3
     except Exception as exc:  # noqa: BLE001
-        print(f"[runner] error: {exc}", file=sys.stderr)
+        # a node that died is the cause of whatever wait failed after it (a service, a transition)
+        print(f"[runner] error: {runner.dead_process() or exc}", file=sys.stderr)
         code = 1
     finally:
         runner.stop()

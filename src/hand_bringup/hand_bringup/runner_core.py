@@ -261,12 +261,19 @@ class Runner:
         self.cpu_seconds["runner"] = round(sum(os.times()[:2]) - self._own_cpu0, 2)
         return dict(self.cpu_seconds)
 
-    def check_alive(self) -> None:
-        """Set ``failure`` (and raise) if any node process has exited."""
+    def dead_process(self) -> str | None:
+        """Why a node process (or the simulated board) is no longer running, with the last lines
+        of its log; None while all run."""
         for key, p in list(self.procs.items()) + ([("sim_board", self.board)] if self.board else []):
             if not p.alive():
-                self.failure = f"{key} exited with code {p.proc.returncode}; last lines of its log:\n{p.tail()}"
-                raise RuntimeError(self.failure)
+                return f"{key} exited with code {p.proc.returncode}; last lines of its log:\n{p.tail()}"
+        return None
+
+    def check_alive(self) -> None:
+        """Set ``failure`` (and raise) if any node process has exited."""
+        if (dead := self.dead_process()) is not None:
+            self.failure = dead
+            raise RuntimeError(self.failure)
 
     # --- ROS side -------------------------------------------------------------------------------
     def connect(self) -> None:
@@ -335,8 +342,19 @@ class Runner:
             wanted = set(self.cfg.overrides.get(spec.key, {}))
             if not wanted:
                 continue
-            res = self.probe.call(ListParameters, f"/{spec.name}/list_parameters", ListParameters.Request(),
-                                  timeout=60.0)  # a node still starting answers once it spins
+            # a node still starting answers once it spins; one that died (its services may still
+            # be on the graph for a while) is reported with its own reason, not as a silent service
+            end = time.monotonic() + 60.0
+            while True:
+                self.check_alive()
+                try:
+                    res = self.probe.call(ListParameters, f"/{spec.name}/list_parameters", ListParameters.Request(),
+                                          timeout=min(2.0, max(0.1, end - time.monotonic())))
+                    break
+                except TimeoutError:
+                    self.check_alive()
+                    if time.monotonic() >= end:
+                        raise
             unknown = sorted(wanted - set(res.result.names))
             if unknown:
                 raise ValueError(f"/{spec.name} declares no parameter {unknown} (check -p {spec.key}.<name>)")
