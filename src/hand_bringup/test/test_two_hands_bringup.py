@@ -22,6 +22,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "hand_tra
 from two_hand_clip import physical_side, two_hand_clip  # noqa: E402
 
 FRAMES = 621
+#: The run processes every frame (drop_late_frames false), so it lasts as long as this machine
+#: needs for 621 two-hand MediaPipe frames: at least the clip's 20.7 s, ~2 min at load 30-50 on
+#: 2 cores (180 s was hit there). A bound that only catches a hung run: start-up, then up to 1 s
+#: a frame (~15x the loaded figure), then the bag's merge.
+RUN_TIMEOUT_S = 120 + FRAMES * 1.0 + 60
 
 
 def run_runner(args: list[str], out, timeout: float) -> str:
@@ -39,7 +44,7 @@ def recorded(tmp_path_factory, video_path):
     clip = two_hand_clip(video_path)
     stdout = run_runner(["two_hands", "--video", clip, "-p", "tracker.model_complexity=0",
                          "-p", "tracker.drop_late_frames=false", "-p", "twin.render_rate=0.0",
-                         "-p", "twin.publish_image=false"], out, timeout=180)
+                         "-p", "twin.publish_image=false"], out, timeout=RUN_TIMEOUT_S)
     return out / "two_hands_bag", stdout
 
 
