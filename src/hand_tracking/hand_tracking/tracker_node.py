@@ -1,13 +1,10 @@
 """``hand_tracker``: the tracker lifecycle node (camera / video / images / recorded landmarks →
 landmarks, finger flexions, per-joint flexions, diagnostics).
 
-Thin ROS layer over modules of one job each: :mod:`hand_tracking.tracker_params` (the parameter
-table and the configuration built from it), :mod:`hand_tracking.tracker_worker` (the landmark
-model and the worker thread: read, pace, MediaPipe, capture stamps), :mod:`hand_tracking.sources`
-and :mod:`hand_tracking.replay` (frames), :mod:`hand_tracking.tracker_core` (geometry, 1€ filter,
-hold/reset), :mod:`hand_tracking.tracker_messages` (message building),
-:mod:`hand_tracking.calibration_session` (the ``~/calibrate`` logic) and
-:mod:`hand_tracking.tracker_diagnostics` (counters shared under a lock, the diagnostics status).
+Thin ROS layer over modules of one job each: tracker_params (parameter table → configuration),
+tracker_worker (landmark model, worker thread: read, pace, MediaPipe, capture stamps), sources and
+replay (frames), tracker_core (geometry, gate, 1€ filter, holds), tracker_messages, calibration_session
+(``~/calibrate``) and tracker_diagnostics (counters under one lock, the status), all in hand_tracking.
 
 Lifecycle: ``configure`` opens the source (a camera is verified with a real frame read) and loads
 MediaPipe; ``activate`` starts the worker thread (read → inference → geometry/filter → publish);
