@@ -48,6 +48,9 @@ from hand_bringup import two_host_rig as rig
 from hand_bringup.netlink import LinkFaults
 from hand_common.stats import percentiles_ms
 
+#: ``--operator``: a stand-in publisher (the link alone) or the real tracker on the looped video.
+OPERATOR_STANDIN, OPERATOR_TRACKER = "standin", "tracker"
+
 COMMAND_TIMEOUT_S = 0.15
 SPEED_DPS = 300.0
 RATE_US_PER_S = SPEED_DPS * rig.US_PER_DEG
@@ -163,9 +166,9 @@ def source_session(workdir: str, video: str, reps: int) -> dict[str, Any]:
 
 def faults_session(workdir: str, video: str, reps: int, stamp_offset_s: float = 0.0, name: str = "faults",
                    outages: tuple[float, ...] = (0.5, 2.0, 10.0), phases: dict[str, LinkFaults] | None = None,
-                   phase_s: float = 4.0, operator: str = "standin") -> dict[str, Any]:
+                   phase_s: float = 4.0, operator: str = OPERATOR_STANDIN) -> dict[str, Any]:
     phases = PHASES if phases is None else phases
-    if operator == "tracker":
+    if operator == OPERATOR_TRACKER:
         r = _session(workdir, video, name, stamp_offset_s=stamp_offset_s)
     else:  # the link and the driver without MediaPipe's load: every command timely when it leaves
         r = rig.TwoHostRig(os.path.join(workdir, name), video, stamp_offset_s=stamp_offset_s)
@@ -252,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--window", type=float, default=8.0, help="latency: seconds per window")
     ap.add_argument("--sessions", default="transport,latency,faults,source,clock",
                     help="comma list of transport, latency, faults, source, clock")
-    ap.add_argument("--operator", choices=("standin", "tracker"), default="standin",
+    ap.add_argument("--operator", choices=(OPERATOR_STANDIN, OPERATOR_TRACKER), default=OPERATOR_STANDIN,
                     help="faults/clock: a stand-in publisher (30 Hz, stamped at publish) or the MediaPipe tracker "
                          "on the looped video")
     ap.add_argument("--video", default=None)

@@ -42,9 +42,12 @@ from typing import Any
 
 import numpy as np
 
+from hand_bringup.bringup import CONSOLE
 from hand_common.stats import percentiles_ms, rate_hz
 
-SCENARIOS = ("alone", "full", "burner", "console")
+#: The scenario that adds the operator console (and a headless browser) to ``full``.
+CONSOLE_SCENARIO = "console"
+SCENARIOS = ("alone", "full", "burner", CONSOLE_SCENARIO)
 BURNER_CODE = "while True:\n    pass\n"
 
 
@@ -126,14 +129,14 @@ def run_scenario(name: str, video: str, n_frames: int, out: pathlib.Path, live_r
     if full:
         overrides[TWIN] = ({"render_rate": 30.0, "publish_image": False, "record_dir": str(out / "twin_frames")}
                              if live_render else {"render_rate": 0.0, "publish_image": False})
-    with_console = name == "console"
+    with_console = name == CONSOLE_SCENARIO
     if with_console:
         import socket
 
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             console_port = sock.getsockname()[1]
-        overrides["console"] = {"port": console_port}
+        overrides[CONSOLE] = {"port": console_port}
     cfg = RunConfig(profile="demo", out_dir=out, overrides=overrides, record=full, sim_board=full,
                     video_frames=n_frames, idle_stop_s=5.0, console=with_console)
     runner = Runner(cfg)
@@ -242,13 +245,13 @@ def print_report(results: list[dict[str, Any]], load: dict[str, Any]) -> None:
             print(f"ratio ({r['scenario']}/alone): fps {r['tracker_fps'] / base['tracker_fps']:.3f}; "
                   f"p95 − inference p95 = {_fmt(p95 - inf if p95 is not None and inf is not None else None)} ms")
     full = next((r for r in results if r["scenario"] == "full"), None)
-    con = next((r for r in results if r["scenario"] == "console"), None)
+    con = next((r for r in results if r["scenario"] == CONSOLE_SCENARIO), None)
     if full and con and full["tracker_fps"] and con["tracker_fps"]:
         p_full, p_con = full["latency_ms"].get("p95"), con["latency_ms"].get("p95")
         print(f"console (console/full, issue 23 targets: fps ratio >= 0.98, p95 + <= 2 ms): fps ratio "
               f"{con['tracker_fps'] / full['tracker_fps']:.3f}; capture→flexion p95 "
               f"{_fmt(p_con - p_full if p_con is not None and p_full is not None else None)} ms; CPU s console "
-              f"{con['cpu_seconds'].get('console')}, browser {con['cpu_seconds'].get('browser')}")
+              f"{con['cpu_seconds'].get(CONSOLE)}, browser {con['cpu_seconds'].get('browser')}")
 
 
 def main(argv: list[str] | None = None) -> int:
