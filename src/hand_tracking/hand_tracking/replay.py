@@ -27,7 +27,7 @@ import numpy as np
 
 from hand_common.contract import TOPIC_LANDMARKS
 from hand_tracking.landmarks import HandObservation
-from hand_tracking.source_errors import Clock, FrameError, SourceError
+from hand_tracking.source_errors import Clock, FrameError, SourceError, check_playback_rate
 
 LANDMARKS_TYPE = "hand_msgs/msg/HandLandmarksArray"
 
@@ -118,7 +118,6 @@ class BagLandmarkSource:
     def __init__(self, path: str | os.PathLike, *, topic: str = TOPIC_LANDMARKS, realtime: bool = True,
                  loop: bool = False, clock: Clock = time.time, playback_rate: float = 1.0):
         from hand_common import bag
-        from hand_tracking.sources import check_playback_rate
 
         self.playback_rate = check_playback_rate(playback_rate)
         p = pathlib.Path(path)

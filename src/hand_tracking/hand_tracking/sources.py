@@ -39,7 +39,7 @@ from typing import Protocol
 
 import numpy as np
 
-from hand_tracking.source_errors import Clock, FrameError, SourceError
+from hand_tracking.source_errors import Clock, FrameError, SourceError, check_playback_rate
 
 SOURCE_KINDS = ("camera", "video", "images", "bag", "topic")
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
@@ -117,14 +117,6 @@ def parse_source(text: str) -> SourceSpec:
     if kind == "topic" and not target.startswith("/"):
         raise ValueError(f"topic source {text!r}: give an absolute topic name (topic:/hand/landmarks)")
     return SourceSpec(kind, target)
-
-
-def check_playback_rate(rate: float) -> float:
-    """``rate`` as a float if it is a valid playback rate (finite, > 0); ValueError otherwise."""
-    r = float(rate)
-    if not math.isfinite(r) or r <= 0.0:
-        raise ValueError(f"playback_rate must be a positive number (1.0 = the recording's pace), got {rate}")
-    return r
 
 
 def _video_devices() -> list[str]:
