@@ -247,6 +247,20 @@ def print_phases(phs: list[rig.PhaseFigures]) -> None:
         print(f"    diagnostics WARN seen in {sum(p.warn_seen for p in g)}/{len(g)} phases")
 
 
+def _print_p95(sessions: list[dict], title: str, single: str, two: str) -> None:
+    """Print each session's p95/p50 over its windows (min/median/max) and two-host − single-host."""
+    print(title)
+    p95 = {}
+    for s in sessions:
+        p95[s["session"]] = [w["p95"] for w in s["windows"]]
+        print(f"  {s['session']:<22} p95 {_mmm(p95[s['session']])} ms; p50 {_mmm([w['p50'] for w in s['windows']])}"
+              f" ms; n/window {[w.get('n') for w in s['windows']]}; exit codes {s.get('codes')}")
+    a, b = p95.get(single), p95.get(two)
+    if a and b and None not in a + b:
+        print(f"  two-host − single-host median p95: {float(np.median(b) - np.median(a)):+.1f} ms "
+              "(acceptance: within 3 ms)")
+
+
 def main(argv: list[str] | None = None) -> int:
     from hand_bringup.demo import default_video
 
@@ -297,28 +311,12 @@ def main(argv: list[str] | None = None) -> int:
     load1 = [round(x, 2) for x in os.getloadavg()]
     print(f"\nload average (1, 5, 15 min) before {load0}, after {load1}; {os.cpu_count()} CPUs; work dir {out}")
     ok = True
-    if "latency" in res:
-        print("capture → servo frame on the wire (lower bound), p95 per window:")
-        p95 = {}
-        for s in res["latency"]:
-            p95[s["session"]] = [w["p95"] for w in s["windows"]]
-            print(f"  {s['session']:<12} p95 {_mmm(p95[s['session']])} ms; p50 {_mmm([w['p50'] for w in s['windows']])}"
-                  f" ms; exit codes {s['codes']}")
-        a, b = p95.get("single_host"), p95.get("two_host")
-        if a and b and None not in a + b:
-            d = float(np.median(b) - np.median(a))
-            print(f"  two-host − single-host median p95: {d:+.1f} ms (acceptance: within 3 ms)")
-    if "transport" in res:
-        print("command (stand-in publisher, 30 Hz) → its servo frame on the wire, per window:")
-        p95 = {}
-        for s in res["transport"]:
-            p95[s["session"]] = [w["p95"] for w in s["windows"]]
-            print(f"  {s['session']:<22} p95 {_mmm(p95[s['session']])} ms; p50 "
-                  f"{_mmm([w['p50'] for w in s['windows']])} ms; n/window {[w['n'] for w in s['windows']]}")
-        a, b = p95.get("transport_single_host"), p95.get("transport_two_host")
-        if a and b and None not in a + b:
-            print(f"  two-host − single-host median p95: {float(np.median(b) - np.median(a)):+.1f} ms "
-                  "(acceptance: within 3 ms)")
+    for kind, title, single, two in (
+            ("latency", "capture → servo frame on the wire (lower bound), p95 per window:", "single_host", "two_host"),
+            ("transport", "command (stand-in publisher, 30 Hz) → its servo frame on the wire, per window:",
+             "transport_single_host", "transport_two_host")):
+        if kind in res:
+            _print_p95(res[kind], title, single, two)
     if "faults" in res:
         f = res["faults"]
         print(f"faults, operator {f['operator']} (exit codes {f['codes']}; commands crossed {f['crossed']}, followed {f['followed']}, refused late "
