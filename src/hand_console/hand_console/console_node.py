@@ -34,7 +34,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from hand_msgs.msg import HandLandmarksArray
 from hand_msgs.srv import Calibrate
 from rcl_interfaces.msg import Parameter, ParameterType
-from rcl_interfaces.srv import DescribeParameters, GetParameters, ListParameters, SetParameters
+from rcl_interfaces.srv import DescribeParameters, GetParameters, ListParameters, SetParametersAtomically
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import CompressedImage, Image, JointState
@@ -382,13 +382,16 @@ class ConsoleNode(SafeLifecycleNode):
         return {n: _pvalue(v) for n, v in zip(names, res.values)}
 
     def set_tracker_params(self, values: dict[str, Any]) -> tuple[bool, str]:
-        """Set several tracker parameters at once; (successful, reason of the first refusal)."""
-        req = SetParameters.Request(parameters=[_param_msg(k, v) for k, v in values.items()])
-        res = self._call(SetParameters, f"{self._tracker()}/set_parameters", req, self._timeout())
-        for name, r in zip(values, res.results):
-            if not r.successful:
-                return False, f"{name}: {r.reason}"
-        return True, ""
+        """Set several tracker parameters atomically (all or none, judged together: undo sets a
+        window's straight and curled angles at once, which one at a time can cross); (successful,
+        the node's reason when refused)."""
+        req = SetParametersAtomically.Request(parameters=[_param_msg(k, v) for k, v in values.items()])
+        res = self._call(SetParametersAtomically, f"{self._tracker()}/set_parameters_atomically", req,
+                         self._timeout())
+        if res.result.successful:
+            return True, ""
+        names = ", ".join(values) if len(values) <= 3 else f"{len(values)} parameters"
+        return False, f"{names}: {res.result.reason}"
 
     def _window_names(self) -> list[str]:
         import re
