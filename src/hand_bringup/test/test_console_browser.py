@@ -85,12 +85,15 @@ def _calibrate(page: ConsoleBrowser, button: str, ready, done_text: str, timeout
     Returns the calibration panel's text once ``done_text`` appears."""
     end = time.monotonic() + timeout
     refusals = []
+    answer = re.compile(rf"{re.escape(done_text)}[^\n]*|❌[^\n]*")
     while time.monotonic() < end:
         page.wait_for(lambda: ready(page.bars()[:5]), max(1.0, end - time.monotonic()), f"pose for {button}",
                       period=0.03)
+        shown = answer.search(page.text())  # the previous click's answer stays until this one's comes
+        shown = shown.group(0) if shown else None
         t_click = time.monotonic()
         page.click(button)
-        result = page.wait_for(lambda: (re.search(rf"{re.escape(done_text)}|❌[^\n]*", page.text())), 30,
+        result = page.wait_for(lambda shown=shown: ((m := answer.search(page.text())) and m.group(0) != shown and m), 30,
                                f"answer to {button}", period=0.1)
         print(f"[browser] {button}: {result.group(0)[:160]!r} after {time.monotonic() - t_click:.1f} s", flush=True)
         if "❌" not in result.group(0):
@@ -134,7 +137,7 @@ def test_the_page_shows_the_tracker_and_calibrates_with_clicks(console_run, tmp_
         # "calibrated" too, from the tracker's diagnostics, which can arrive before the panel's table
         _calibrate(page, OPEN_BUTTON, lambda b: len(b) == 5 and max(b) <= OPEN_MAX_BAR, "✅ open captured", 200)
         panel = _calibrate(page, FIST_BUTTON, lambda b: len(b) == 5 and min(b[1:]) >= FIST_MIN_BAR,
-                           "✅ calibrated (", 300)
+                           "✅ calibrated (", 600)
         after = probe.get_parameters(contract.TRACKER_NODE, WINDOWS)
         changed = [n for n in WINDOWS if abs(after[n] - before[n]) > 1e-6]
         assert len(changed) >= 5, f"windows unchanged by the calibration: {before} -> {after}"
