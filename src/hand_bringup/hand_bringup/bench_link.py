@@ -77,15 +77,21 @@ def _session(workdir: str, video: str, name: str, **kw: Any) -> rig.TwoHostRig:
     return r
 
 
+def _measure_windows(windows: list[tuple[float, float]], reps: int, window: float) -> None:
+    """Append ``reps`` back-to-back measurement windows of ``window`` s, as (start, end) CLOCK_MONOTONIC
+    pairs, to ``windows`` (appended as they end, so a session stopped early keeps the finished ones)."""
+    for _ in range(reps):
+        t0 = time.monotonic()
+        time.sleep(window)
+        windows.append((t0, time.monotonic()))
+
+
 def latency_session(workdir: str, video: str, single: bool, reps: int, window: float) -> dict[str, Any]:
     name = "single_host" if single else "two_host"
     r = _session(workdir, video, name, single_host=single)
     windows = []
     try:
-        for _ in range(reps):
-            t0 = time.monotonic()
-            time.sleep(window)
-            windows.append((t0, time.monotonic()))
+        _measure_windows(windows, reps, window)
     finally:
         codes = r.stop()
         with open(r.workdir / "windows.json", "w") as fh:
@@ -109,10 +115,7 @@ def transport_session(workdir: str, video: str, single: bool, reps: int, window:
         r.start_publisher("a", "standin_operator")
         r.wait_publishing("standin_operator")
         time.sleep(2.0)
-        for _ in range(reps):
-            t0 = time.monotonic()
-            time.sleep(window)
-            windows.append((t0, time.monotonic()))
+        _measure_windows(windows, reps, window)
     finally:
         codes = r.stop()
     stamps, frames = r.publisher_stamps("standin_operator"), r.board_frames()
