@@ -1,7 +1,7 @@
 """The diagnostic keys and node names the console reads, as named constants (no rclpy).
 
 One place: :mod:`hand_console.state` reads the nodes' ``/diagnostics`` only through these names.
-The values are the keys the nodes publish (hand_tracking.tracker_node ``_publish_diagnostics``,
+The values are the keys the nodes publish (the tracker's from :mod:`hand_tracking.interface`,
 hand_twin_mujoco.twin_node, hand_servo_driver.driver_node); ``test_keys`` checks them against the
 nodes' sources so that a renamed key is noticed here.
 """
@@ -9,6 +9,7 @@ nodes' sources so that a renamed key is noticed here.
 from __future__ import annotations
 
 from hand_common import contract
+from hand_tracking import interface as tracker_iface
 
 TRACKER_NODE = contract.TRACKER_NODE
 TWIN_NODE = contract.TWIN_NODE
@@ -24,9 +25,11 @@ TRACKER_DROPPED = "dropped_frames"       # frames the source dropped (late)
 TRACKER_INFERENCE_P95 = "inference_ms_p95_total"
 TRACKER_CALIBRATION = "calibration"      # parameters / open captured / calibrated
 TRACKER_SOURCE = "source"                # the source spec string, e.g. video:/path/clip.mp4
-#: Gate refusals per reason (hand_tracking.tracker_core.REJECT_REASONS).
-TRACKER_REJECTED: tuple[str, ...] = tuple(f"rejected_{r}" for r in (
-    "degenerate", "outside_image", "finger_length", "joint_angle", "motion", "low_score"))
+#: Gate refusals per reason (hand_tracking.interface.REJECT_REASONS).
+TRACKER_REJECTED: tuple[str, ...] = tuple(tracker_iface.key_rejected(r) for r in tracker_iface.REJECT_REASONS)
+#: Held frames per cause, (cause, key) (hand_tracking.interface.HOLD_CAUSES), and all causes together.
+TRACKER_HELD: tuple[tuple[str, str], ...] = tuple((c, tracker_iface.key_held(c)) for c in tracker_iface.HOLD_CAUSES)
+TRACKER_HELD_TOTAL = tracker_iface.KEY_HELD_TOTAL
 
 TWIN_WATCHDOG = "watchdog"               # ok / stale / ...
 TWIN_RTF = "real_time_factor_total"

@@ -239,6 +239,7 @@ def figures(diagnostics: Mapping[str, Mapping[str, str]], latency_ms: tuple[floa
                                      f"{fmt(_num(tr, keys.TRACKER_DROPPED), '.0f')}"))
     refused = sum(v for k in keys.TRACKER_REJECTED for v in [_num(tr, k)] if v is not None)
     rows.append(("gate refusals", f"{refused:.0f}" if tr else "-"))
+    rows.append(("held frames", held_text(tr)))
     twin = find_status(diagnostics, keys.TWIN_NODE)
     if twin:
         rows.append(("twin real-time factor", fmt(_num(twin, keys.TWIN_RTF), ".2f")))
@@ -246,6 +247,17 @@ def figures(diagnostics: Mapping[str, Mapping[str, str]], latency_ms: tuple[floa
         rows.append(("safe-pose trips", ", ".join(f"{k} {v}" for k, v in sorted(trips.items()))))
     rows.append(("calibration", tr.get(keys.TRACKER_CALIBRATION, "-") if tr else "-"))
     return rows
+
+
+def held_text(tracker: Mapping[str, str]) -> str:
+    """The tracker's held frames: ``12 (no_hand 10, motion 2)`` (total, then each cause that held
+    a frame, from :data:`keys.TRACKER_HELD_TOTAL` and :data:`keys.TRACKER_HELD`); ``-`` without
+    the total."""
+    total = _num(tracker, keys.TRACKER_HELD_TOTAL)
+    if total is None:
+        return "-"
+    causes = [(c, n) for c, k in keys.TRACKER_HELD for n in [_num(tracker, k)] if n]
+    return f"{total:.0f}" + (" (" + ", ".join(f"{c} {n:.0f}" for c, n in causes) + ")" if causes else "")
 
 
 def update_trips(counter: SafePoseCounter, diagnostics: Mapping[str, Mapping[str, str]]) -> None:

@@ -120,7 +120,10 @@ def test_figures_read_the_diagnostics_through_the_named_keys():
                                             keys.TRACKER_DETECTION_RATE: "0.900", keys.TRACKER_FRAMES: "300",
                                             keys.TRACKER_DROPPED: "2", keys.TRACKER_INFERENCE_P95: "21.25",
                                             keys.TRACKER_REJECTED[0]: "3", keys.TRACKER_REJECTED[4]: "4",
-                                            keys.TRACKER_CALIBRATION: "calibrated"},
+                                            keys.TRACKER_CALIBRATION: "calibrated", keys.TRACKER_HELD_TOTAL: "12",
+                                            dict(keys.TRACKER_HELD)["no_hand"]: "9",
+                                            dict(keys.TRACKER_HELD)["motion"]: "3",
+                                            dict(keys.TRACKER_HELD)["low_score"]: "0"},
         f"{keys.TWIN_NODE}: physics": {keys.TWIN_RTF: "0.98", keys.TWIN_WATCHDOG: "ok"},
     }
     rows = dict(figures(diag, (30.0, 41.5), {"twin": 1}))
@@ -129,7 +132,9 @@ def test_figures_read_the_diagnostics_through_the_named_keys():
     assert rows["frames / dropped"] == "300 / 2" and rows["gate refusals"] == "7"
     assert rows["twin real-time factor"] == "0.98" and rows["safe-pose trips"] == "twin 1"
     assert rows["calibration"] == "calibrated"
+    assert rows["held frames"] == "12 (no_hand 9, motion 3)"  # causes that held no frame are not listed
     assert dict(figures({}, (None, None), {}))["tracker"] == "no diagnostics yet"
+    assert dict(figures({}, (None, None), {}))["held frames"] == "-"
     assert markdown_table([("a", "b|c")]).splitlines()[-1] == "| a | b/c |"
 
 
@@ -171,10 +176,18 @@ def test_every_diagnostic_key_is_one_the_nodes_publish():
         for k in names:
             assert f'"{k}"' in text, f"{package} publishes no diagnostic key {k!r}"
     tracker = "".join(p.read_text() for p in (SRC / "hand_tracking" / "hand_tracking").glob("*.py"))
-    from hand_tracking.tracker_core import REJECT_REASONS
+    from hand_tracking.tracker_core import HOLD_CAUSES, REJECT_REASONS
+    from hand_tracking.tracker_diagnostics import RunState, TrackerReport, build_status
 
     assert keys.TRACKER_REJECTED == tuple(f"rejected_{r}" for r in REJECT_REASONS)
-    assert "rejected_{k}" in tracker
+    assert [c for c, _ in keys.TRACKER_HELD] == list(HOLD_CAUSES) and "no_hand" in HOLD_CAUSES
+    assert "rejected_{k}" not in tracker  # the keys come from hand_tracking.interface
+    # the tracker's own status, read by the console's figures: held counts per cause and in total
+    st = build_status(TrackerReport("hand_tracker", "active", "video:x", 1.0, RunState(0.0).snapshot(1.0), 0,
+                                    dict.fromkeys(REJECT_REASONS, 0), "parameters",
+                                    holds={**dict.fromkeys(HOLD_CAUSES, 0), "no_hand": 5, "joint_angle": 2}))
+    rows = dict(figures({st.name: st.values}, (None, None), {}))
+    assert rows["held frames"] == "7 (no_hand 5, joint_angle 2)" and rows["gate refusals"] == "0"
 
 
 def test_urdf_pose_keeps_absent_joints_clamps_to_limits_and_counts_unknown_names():

@@ -53,6 +53,24 @@ def key_flexions_published(side: str) -> str:
 
 KEY_LAST_ERROR = "last_error"
 
+#: Why the quality gate refused a frame (:attr:`hand_tracking.tracker_core.TrackerCore.rejections`).
+REJECT_REASONS = ("degenerate", "outside_image", "finger_length", "joint_angle", "motion", "low_score")
+#: Why a pose was held (:attr:`hand_tracking.tracker_core.TrackerCore.holds`): no (preferred) hand
+#: in the frame, or the gate's reason.
+HOLD_CAUSES = ("no_hand", *REJECT_REASONS)
+#: Frames held since configure, all causes together.
+KEY_HELD_TOTAL = "held_total"
+
+
+def key_rejected(reason: str) -> str:
+    """The key of the count of frames the gate refused for ``reason`` (:data:`REJECT_REASONS`)."""
+    return f"rejected_{reason}"
+
+
+def key_held(cause: str) -> str:
+    """The key of the count of frames held for ``cause`` (:data:`HOLD_CAUSES`)."""
+    return f"held_{cause}"
+
 # --- parameters other packages set ------------------------------------------------------------------
 PARAM_SOURCE = "source"
 PARAM_HANDS = "hands"

@@ -39,6 +39,7 @@ import numpy as np
 
 from hand_common.contract import FINGER_NAMES, JOINT_NAMES
 from hand_common.filters import OneEuroFilter, OneEuroParams
+from hand_tracking import interface as iface
 from hand_tracking.geometry import (
     BONES,
     LANDMARK_MODES,
@@ -82,11 +83,9 @@ DEFAULT_JOINT_CURLED = (2.40, 2.61, 2.39,
 
 HAND_PREFERENCES = ("any", "right", "left")
 STATUSES = ("tracked", "held", "lost")
-#: Keys of :attr:`TrackerCore.rejections` (why the gate refused a frame).
-REJECT_REASONS = ("degenerate", "outside_image", "finger_length", "joint_angle", "motion", "low_score")
-#: Keys of :attr:`TrackerCore.holds` (why a pose was held): no (preferred) hand in the frame, or
-#: the gate's reason.
-HOLD_CAUSES = ("no_hand", *REJECT_REASONS)
+#: Keys of :attr:`TrackerCore.rejections` (why the gate refused a frame) and of
+#: :attr:`TrackerCore.holds` (why a pose was held): defined with the node's interface.
+REJECT_REASONS, HOLD_CAUSES = iface.REJECT_REASONS, iface.HOLD_CAUSES
 #: Landmarks whose centroid the image shape is taken relative to (wrist and the four MCPs).
 _PALM = (0, 5, 9, 13, 17)
 
