@@ -31,6 +31,11 @@ commands, time and the board's STATUS frames and writes the frames it returns. R
   there under the rate limit. A reconnect never jumps the servos to the safe pose.
 - Loss rate: the share of frames not acknowledged among the last :data:`LOSS_WINDOW` resolved
   frames (:meth:`DriverCore.loss_rate`), reported by the node's diagnostics.
+- Capture → wire: for each followed, stamped command, the time from its capture stamp to the first
+  SET_PULSES frame that carries it (its arrival time + the time until that frame is built, in the
+  stamp's time base), the latest :data:`WIRE_HISTORY` in :attr:`DriverCore.wire_latency` (s). A
+  command whose pulses equal what the board already has (deadband) puts nothing on the wire and
+  is not counted; one replaced by a newer command before its frame left counts as the newer one.
 """
 
 from __future__ import annotations
@@ -55,11 +60,13 @@ from hand_servo_driver.driver_config import (
 from hand_servo_driver.motion import Deadband, RateLimiter
 
 #: also importable from here (their homes: :mod:`driver_config`, :mod:`command_age`)
-__all__ = ["BURST", "LOSS_WINDOW", "SAFE_FLEXION_MAX", "SAFE_MODES", "CommandAge", "DriverConfig", "DriverConfigError",
+__all__ = ["BURST", "LOSS_WINDOW", "WIRE_HISTORY", "SAFE_FLEXION_MAX", "SAFE_MODES", "CommandAge", "DriverConfig", "DriverConfigError",
            "DriverCore", "DriverStats", "ServoSettings", "round_us"]
 
 #: Token bucket of the frame cap (frames): a command's frame needs 1 token, a tick's ramp step all of them.
 BURST = 2.0
+#: Capture → wire latencies a core keeps (:attr:`DriverCore.wire_latency`): ~50 s of 60 fps commands.
+WIRE_HISTORY = 3000
 #: Frames (acknowledged or lost) over which :meth:`DriverCore.loss_rate` is computed.
 LOSS_WINDOW = 100
 
@@ -138,6 +145,9 @@ class DriverCore:
         #: after a link (re)open: no pulses until a STATUS tells where the board's outputs are
         self.awaiting_status = False
         self._outcomes: deque[bool] = deque(maxlen=LOSS_WINDOW)
+        #: capture → first frame on the wire (s) per followed stamped command (see the module doc)
+        self.wire_latency: deque[float] = deque(maxlen=WIRE_HISTORY)
+        self._unsent: tuple[float, float, float] | None = None  # (stamp, arrival, our time) not yet on the wire
         self._frames_seen: int | None = None  # the board's ``frames`` counter in its last STATUS
         self._boot_check = False  # the first STATUS after a link (re)open may reveal a missed boot
         self.stats = DriverStats()
@@ -185,6 +195,7 @@ class DriverCore:
                                         or self.last_sent == round_us(self.config.safe_pulses()))
 
     def _forget_command(self) -> None:
+        self._unsent = None
         self.flexions = None
         self.cmd_time = None
         self.cmd_stamp = None
@@ -245,6 +256,7 @@ class DriverCore:
         self.flexions = {n: float(flexions[n]) for n in self.config.names}
         self.target = self.deadband.update(self.config.pulses(self.flexions))
         self.cmd_time = now
+        self._unsent = (stamp_s, arrival_s, now) if stamp_s is not None and arrival_s is not None else None
         return True
 
     def _tokens_now(self, now: float) -> float:
@@ -297,6 +309,8 @@ class DriverCore:
                     self.stats.frames_capped += 1
             elif self.going_safe and pulses == round_us(goal):
                 self._reached_safe()
+            elif urgent:  # the command's pulses are what the board has: nothing for it on the wire
+                self._unsent = None
         if self._safe_pending and (not self.active or self.stale) and not self.going_safe:
             frames.append(self.safe_frame(now))
         if not frames and now - self.last_tx_t >= self.config.heartbeat_period_s:
@@ -446,6 +460,10 @@ class DriverCore:
         self._drive_t = None
 
     def _pulses_frame(self, pulses: tuple[int, ...], now: float) -> bytes:
+        if self._unsent is not None and self.active and not self.going_safe:
+            stamp, arrival, t_arrival = self._unsent
+            self.wire_latency.append(arrival + (now - t_arrival) - stamp)
+            self._unsent = None
         self._commanded_safe = False
         self.stats.pulses_sent += 1
         self.last_pulses_seq = self.seq

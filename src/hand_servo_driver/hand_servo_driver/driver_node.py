@@ -39,6 +39,7 @@ from sensor_msgs.msg import JointState
 from hand_common import contract
 from hand_common.node_tools import SafeLifecycleNode, run
 from hand_common.service_callers import ServiceCallers
+from hand_common.stats import percentiles_ms
 from hand_servo_driver import interface as iface
 from hand_servo_driver import protocol as p
 from hand_servo_driver.command_sources import CommandSources
@@ -458,6 +459,10 @@ class ServoDriverNode(SafeLifecycleNode):
             "command_sources_other": " ".join(sources.others(now)), "commands_other_source": sources.refused,
             "last_other_source": sources.last_refused_source,
         }
+        wire = percentiles_ms(core.wire_latency)
+        values[iface.KEY_WIRE_P50] = "" if wire["p50"] is None else wire["p50"]
+        values[iface.KEY_WIRE_P95] = "" if wire["p95"] is None else wire["p95"]
+        values[iface.KEY_WIRE_N] = wire["n"]
         if core.board is not None:
             b = core.board
             values["board_flags"] = p.flag_names(b.flags)

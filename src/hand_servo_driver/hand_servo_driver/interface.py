@@ -12,6 +12,11 @@ NODE = contract.SERVO_DRIVER_NODE
 KEY_STALE = "stale"
 STALE_TRUE = str(True)
 KEY_STALE_EVENTS = "stale_events"
+#: capture → first SET_PULSES frame on the wire per followed command, ms, over the driver's latest
+#: core.WIRE_HISTORY commands (p50, p95; "" before the first) and how many that is
+KEY_WIRE_P50 = "capture_to_wire_ms_p50"
+KEY_WIRE_P95 = "capture_to_wire_ms_p95"
+KEY_WIRE_N = "capture_to_wire_n"
 
 # --- parameters other packages set ------------------------------------------------------------------
 PARAM_PORT = "port"

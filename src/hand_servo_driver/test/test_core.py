@@ -588,3 +588,51 @@ def test_the_safe_pose_stays_on_the_open_side():
     for bad in (0.31, 1.0):
         with pytest.raises(DriverConfigError, match="open side"):
             config(safe_flexion=bad)
+
+
+def test_capture_to_wire_latency_per_command_exact():
+    """Each followed command's capture stamp → the frame that carries it: at once (arrival − stamp
+    + 0), after a frame the cap held (the next tick's), never for a command the deadband kept off
+    the wire; a newer command replacing a held one counts from its own stamp."""
+    lp = Loop(config(min_frame_interval_s=0.01, deadband_deg=2.0, command_timeout_s=1.0, max_speed_dps=1e5))
+    lp.core.activate()
+    lp.t = 0.9  # an unstamped command (not measured) and ticks: the horns at 1500 µs
+    lp.core.command(flex(0.5, 0.5, 0.5, 0.5, 0.5), lp.t)
+    lp.send(lp.core.step(lp.t, urgent=True))
+    for lp.t in (0.92, 0.94):
+        lp.send(lp.core.step(lp.t))
+    assert lp.core.last_sent == (1500,) * 5 and len(lp.core.wire_latency) == 0
+    # stamps on another clock (offset +100 s): 12 ms of transit, sent at once
+    lp.t = 1.0
+    lp.core.command(flex(0.6, 0.6, 0.6, 0.6, 0.6), lp.t, stamp_s=100.988, arrival_s=101.0)
+    lp.send(lp.core.step(lp.t, urgent=True))
+    assert lp.core.last_sent == (1600,) * 5
+    assert list(lp.core.wire_latency) == pytest.approx([0.012])
+    # the deadband keeps a 0.001 change off the wire: no frame, nothing counted
+    lp.t = 1.02
+    lp.core.command(flex(0.601, 0.6, 0.6, 0.6, 0.6), lp.t, stamp_s=101.010, arrival_s=101.02)
+    n_sent = len(lp.sent)
+    lp.send(lp.core.step(lp.t, urgent=True))
+    assert len(lp.sent) == n_sent and len(lp.core.wire_latency) == 1
+    # three commands 1 ms apart: the bucket (2 tokens) lets two go at once (10 and 8 ms), the third
+    # is held by the cap and leaves with the first tick that has a full bucket again (1.06):
+    # 1.06 - 1.042 + (101.042 - 101.036) = 24 ms
+    for k, (t, stamp) in enumerate(((1.04, 101.030), (1.041, 101.033), (1.042, 101.036))):
+        lp.t = t
+        v = 0.7 + 0.05 * k
+        lp.core.command(flex(v, v, v, v, v), lp.t, stamp_s=stamp, arrival_s=100.0 + t)
+        lp.send(lp.core.step(lp.t, urgent=True))
+    assert lp.core.stats.frames_capped == 1 and lp.core.last_sent == (1750,) * 5
+    lp.t = 1.05
+    lp.send(lp.core.step(lp.t))
+    assert lp.core.last_sent == (1750,) * 5  # a tick needs a full bucket
+    lp.t = 1.06
+    lp.send(lp.core.step(lp.t))
+    assert lp.core.last_sent == (1800,) * 5
+    assert list(lp.core.wire_latency) == pytest.approx([0.012, 0.010, 0.008, 0.024])
+    # the next tick repeats nothing; an unstamped command is not measured
+    lp.t = 1.2
+    lp.send(lp.core.step(lp.t))
+    lp.core.command(flex(0.2, 0.2, 0.2, 0.2, 0.2), lp.t)
+    lp.send(lp.core.step(lp.t, urgent=True))
+    assert len(lp.core.wire_latency) == 4
