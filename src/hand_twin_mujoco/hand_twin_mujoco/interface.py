@@ -21,6 +21,9 @@ def publishes(two_hands: bool = False) -> dict[str, str]:
 #: ok (following commands) | stale (safe pose: no fresh command) | ... (loop.Watchdog values)
 KEY_WATCHDOG = "watchdog"
 WATCHDOG_OK = "ok"
+#: wall time (s since the epoch, 6 decimals) the newest command arrived, read before its arrival on
+#: the monotonic clock the watchdog judges by: no trip comes earlier than it + command_timeout_s
+KEY_COMMAND_RECEIVED_AT = "command_received_at"
 #: simulated time / wall time since start
 KEY_RTF_TOTAL = "real_time_factor_total"
 

@@ -43,6 +43,7 @@ class LoopStats:
     dropped_time: float  # catch-up dropped because physics fell > max_lag behind
     busy_fraction: float  # share of wall time spent inside mj_step
     command_age: float  # age of the newest command (inf: none yet)
+    command_received_wall: float  # wall time (s) the newest command arrived (nan: none yet)
     watchdog: WatchdogState
     resets: int
     last_reset_reason: str | None
@@ -84,6 +85,8 @@ class PhysicsLoop:
         self._lags: deque[float] = deque(maxlen=2000)
         self._last_reset_reason: str | None = None
         self._decision: Decision | None = None
+        #: the latest time a decision was taken at (decisions never go back in time, see decide)
+        self._decided_at = -math.inf
         self._commands = 0
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -98,8 +101,9 @@ class PhysicsLoop:
                 hand: int | None = None) -> None:
         """Feed a validated command (flexions (5,) in [0, 1]; stamp = header stamp in s); ``hand``:
         which hand of a HandsWatchdog (two-hand twin) it is for."""
+        wall = self.wall_clock()  # first: wall + timeout is never later than the trip
         cmd = Command(np.asarray(flexions, dtype=float).copy(),
-                      self.clock() if received is None else received, stamp)
+                      self.clock() if received is None else received, stamp, wall)
         with self.wd_lock:
             if hand is None:
                 self.watchdog.feed(cmd)
@@ -110,8 +114,15 @@ class PhysicsLoop:
 
     def decide(self, now: float) -> Decision:
         """The watchdog's decision at ``now``; a change of state is reported (``on_event``) by
-        whichever caller — physics pass or watchdog thread — sees it first, once."""
+        whichever caller — physics pass or watchdog thread — sees it first, once.
+
+        Decisions never go back in time: each caller reads its clock before it takes ``wd_lock``,
+        so the physics pass can arrive with a ``now`` older than the watchdog thread's trip that
+        just ran; deciding at that older time would report the stale command as fresh again
+        ("fresh flexion commands" right after the trip, then a second trip warning). The decision
+        is taken at the latest time any caller has decided at."""
         with self.wd_lock:
+            self._decided_at = now = max(now, self._decided_at)
             decision = self.watchdog.decide(now)
         if decision.changed:
             if decision.state is WatchdogState.TIMED_OUT:
@@ -231,6 +242,8 @@ class PhysicsLoop:
                 dropped_time=self.pacer.dropped_time,
                 busy_fraction=self._busy / wall if wall > 0 else float("nan"),
                 command_age=self._wd(lambda: self.watchdog.age(now)),
+                command_received_wall=self._wd(
+                    lambda: self.watchdog.last.received_wall if self.watchdog.last is not None else math.nan),
                 watchdog=self._wd(lambda: self.watchdog.state),
                 resets=self.sim.resets,
                 last_reset_reason=self._last_reset_reason,

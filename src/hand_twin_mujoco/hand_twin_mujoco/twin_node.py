@@ -373,6 +373,7 @@ class TwinNode(SafeLifecycleNode):
             "dropped_time_s": fmt(st.dropped_time),
             "physics_busy_fraction": fmt(st.busy_fraction),
             "command_age_s": fmt(st.command_age),
+            iface.KEY_COMMAND_RECEIVED_AT: f"{st.command_received_wall:.6f}",
             "command_timeout_s": fmt(self.loop.watchdog.timeout),
             iface.KEY_WATCHDOG: st.watchdog.value,
             "commands_received": str(st.commands),

@@ -32,11 +32,14 @@ class WatchdogState(StrEnum):
 class Command:
     """A validated flexion command. flexions: (5,) in FINGER_NAMES order, [0, 1].
     received: receiver monotonic time (s); stamp: the message header stamp (s since epoch of its
-    clock, e.g. camera capture time)."""
+    clock, e.g. camera capture time); received_wall: the receiver's wall clock read just *before*
+    ``received`` (s since the epoch; nan if not known), so ``received_wall + timeout`` is never later
+    than the trip as the wall clock sees it (for reports and tests that compare with wall stamps)."""
 
     flexions: np.ndarray
     received: float
     stamp: float
+    received_wall: float = math.nan
 
 
 @dataclass(frozen=True)

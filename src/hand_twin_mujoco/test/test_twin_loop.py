@@ -177,3 +177,25 @@ def test_the_watchdog_trips_while_a_physics_step_is_stalled(build):
         sim.release.set()
         loop.stop()
     assert not loop.running and len([e for e in events if e[1] == "warn"]) == 1
+
+
+def test_a_physics_pass_older_than_the_watchdog_threads_trip_does_not_undo_it(build):
+    """The two callers of decide read their clocks before taking the watchdog lock: a physics pass
+    that read the clock at t1 can decide after the watchdog thread tripped at t2 > t1. Deciding at
+    t1 called the stale command fresh again ('fresh flexion commands' right after the trip, a second
+    trip warning on the next pass). Decisions are taken at the latest time decided at."""
+    loop, clock, events, samples = make(build, timeout=0.1)
+    run(loop, clock, 0.02)
+    loop.command(np.full(5, 0.6), stamp=0.0)
+    t_cmd = clock.t
+    run(loop, clock, 0.05)
+    physics_now = t_cmd + 0.098  # the physics pass read its clock here ...
+    loop.decide(t_cmd + 0.1005)  # ... the watchdog thread tripped at the deadline ...
+    loop.iterate(physics_now)  # ... then the physics pass decided
+    clock.t = t_cmd + 0.102
+    run(loop, clock, 0.05)
+    levels = [lvl for _, lvl, _ in events]
+    assert levels.count("warn") == 1, events
+    assert not any("fresh flexion commands" in msg for _, _, msg in events[levels.index("warn"):]), events
+    assert loop.stats().watchdog is WatchdogState.TIMED_OUT
+    assert all(d.state is WatchdogState.TIMED_OUT for _, _, d in samples[-2:])
