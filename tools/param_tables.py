@@ -66,7 +66,10 @@ def _compare(before: str, after: str) -> int:
             other.append(f"removed {node} {name}")
             continue
         seen_new.add(key)
-        mapped = fields[:-1] + [rename_text(node, fields[-1])]
+        # a description is the same if it is unchanged, or unchanged but for the renamed names
+        # (a plain word such as "rate" in "baud rate" is not renamed to "rate_hz")
+        text = fields[-1] if fields[-1] == new[key][-1] else rename_text(node, fields[-1])
+        mapped = fields[:-1] + [text]
         diffs = [f"{label}: {a} -> {b}" for label, a, b in
                  zip(("type", "default", "range", "read_only", "description"), mapped, new[key]) if a != b]
         if target != name:

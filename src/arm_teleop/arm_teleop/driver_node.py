@@ -2,18 +2,18 @@
 
 Two opt-ins, both false by default (see :mod:`arm_teleop.driver_core`): ``real_hardware`` false
 = **dry run** (the port is never opened; intended writes are logged once per
-``dry_run_log_period``); ``real_hardware`` alone = **read-only** (connects, torque off, publishes
+``dry_run_log_period_s``); ``real_hardware`` alone = **read-only** (connects, torque off, publishes
 the measured joints, logs what it would write); ``real_hardware`` + ``allow_motion`` = **motion**.
 The opt-ins and the calibration can only change while unconfigured.
 
 Subscribes ``/arm/joint_commands`` (LATEST): a new command is written **when it arrives** (the bus
 follows the command, not the loop's tick), at most ``max_write_rate_hz`` writes a second (a token
 bucket, :class:`~arm_teleop.driver_core.WriteCap`; a command held back by it is written on the next
-tick if still the newest and fresh). The tick (``rate``) reads and publishes the measured joints
-and applies the ``command_timeout`` check. Publishes ``/arm/joint_states`` (measured, rad;
+tick if still the newest and fresh). The tick (``rate_hz``) reads and publishes the measured joints
+and applies the ``command_timeout_s`` check. Publishes ``/arm/joint_states`` (measured, rad;
 not in dry run) and ``/diagnostics`` (level, opt-in, bus retries/timeouts/corrupted packets, last
 error). Lifecycle: configure opens the bus (ping every ID, torque off); activate (motion) sets
-goal = present and turns torque on; a command older than ``command_timeout`` is not sent
+goal = present and turns torque on; a command older than ``command_timeout_s`` is not sent
 (servos hold); deactivate/cleanup/shutdown open the gripper and turn torque off (from any state).
 """
 
@@ -52,23 +52,26 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("gripper_max_ticks", _CAL["gripper_max_ticks"], "calibrated gripper tick range: upper end", (0, 4095)),
     ParamSpec("retries", 3, "retries of a missing or corrupted status packet", (0, 10)),
     ParamSpec("timeout_ms", 20.0, "wait for a status packet (ms)", (1.0, 500.0)),
-    ParamSpec("rate", 30.0, "read loop rate (Hz): measured joints, stale check, held commands", (1.0, 200.0),
+    ParamSpec("rate_hz", 30.0, "read loop rate (Hz): measured joints, stale check, held commands", (1.0, 200.0),
               live=True),
     ParamSpec("max_write_rate_hz", 100.0, "commands are written when they arrive, at most this many a "
               "second, Hz (a 60 fps camera's commands fit; 0 = no cap). One write (SYNC_WRITE of 5 goals + "
               "the gripper's) is ~40 bytes, ~0.4 ms at 1 Mbaud", (0.0, 1000.0), live=True),
-    ParamSpec("command_timeout", 0.15, "commands older than this are not sent (s; 4.5 frames at 30 Hz)", (0.05, 10.0),
+    ParamSpec("command_timeout_s", 0.15, "commands older than this are not sent (s; 4.5 frames at 30 Hz)", (0.05, 10.0),
               live=True),
     ParamSpec("model_path", "", "MJCF for limits and the gripper ctrlrange ('' = arm_description)"),
-    ParamSpec("dry_run_log_period", 1.0, "log intended writes at most this often (s)", (0.1, 60.0), live=True),
-    ParamSpec("diagnostics_period", 1.0, "diagnostics period (s)", (0.1, 60.0), live=True),
+    ParamSpec("dry_run_log_period_s", 1.0, "log intended writes at most this often (s)", (0.1, 60.0), live=True),
+    ParamSpec("diagnostics_period_s", 1.0, "diagnostics period (s)", (0.1, 60.0), live=True),
 )
+#: Old names (before the unit-suffix rule, issue 25), refused with the new one.
+RENAMED: dict[str, str] = {"rate": "rate_hz", "command_timeout": "command_timeout_s",
+                           "dry_run_log_period": "dry_run_log_period_s", "diagnostics_period": "diagnostics_period_s"}
 
 
 class DriverNode(SafeLifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(topics.DRIVER_NODE, **kwargs)
-        self.declare_params(PARAMS)  # the base refuses the opt-ins and the calibration while configured
+        self.declare_params(PARAMS, renamed=RENAMED)  # the base refuses the opt-ins and the calibration while configured
         self.core: ArmDriverCore | None = None
         self._reset()
 
@@ -117,7 +120,7 @@ class DriverNode(SafeLifecycleNode):
         self._js_pub = self.create_lifecycle_publisher(JointState, topics.DRIVER_JOINT_STATES,
                                                        contract.qos(contract.STREAM))
         self._diag_pub = self.create_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, contract.qos(contract.STREAM))
-        self._timers.append(self.create_timer(self._p("diagnostics_period"), self._diagnostics))
+        self._timers.append(self.create_timer(self._p("diagnostics_period_s"), self._diagnostics))
         self.get_logger().info(f"configured: {level.value}" + (f", servos {models}" if models else
                                                                " (no bus opened; intended writes are logged)"))
         return TransitionCallbackReturn.SUCCESS
@@ -132,7 +135,7 @@ class DriverNode(SafeLifecycleNode):
             self.get_logger().info(f"torque on at {np.round(q, 3).tolist()} rad")
         self._sub = self.create_subscription(JointState, topics.JOINT_COMMANDS, self._on_command,
                                              contract.qos(contract.LATEST))
-        self._timers.append(self.create_timer(1.0 / self._p("rate"), self._tick))
+        self._timers.append(self.create_timer(1.0 / self._p("rate_hz"), self._tick))
         return super().on_activate(state)
 
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
@@ -190,7 +193,7 @@ class DriverNode(SafeLifecycleNode):
         """Write the newest command if it is fresh, not yet written and the write cap allows it
         (else it waits for the next arrival or tick). Bus errors are counted, never raised."""
         core = self.core
-        if core is None or self._cmd is None or now - self._cmd_t > self._p("command_timeout"):
+        if core is None or self._cmd is None or now - self._cmd_t > self._p("command_timeout_s"):
             return
         if self._last_sent is not None and np.array_equal(self._cmd, self._last_sent):
             return
@@ -207,7 +210,7 @@ class DriverNode(SafeLifecycleNode):
             return
         self._last_sent = self._cmd
         self._sent += 1
-        if core.level != OptIn.MOTION and now - self._last_dry_log >= self._p("dry_run_log_period"):
+        if core.level != OptIn.MOTION and now - self._last_dry_log >= self._p("dry_run_log_period_s"):
             self._last_dry_log = now
             self.get_logger().info(f"{core.level.value}: would write " + "; ".join(str(w) for w in writes))
 

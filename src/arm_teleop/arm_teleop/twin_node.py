@@ -3,9 +3,9 @@
 Subscribes ``/arm/joint_commands`` (sensor_msgs/JointState, LATEST): each joint's angle becomes
 its **position actuator's** ctrl, clamped to the compiled model's ctrlrange (gripper included);
 a message with missing names or non-finite values is rejected (logged, counted) and changes
-nothing. Physics steps in real time on a timer (``step_rate`` Hz, each tick integrates the wall
+nothing. Physics steps in real time on a timer (``step_rate_hz`` Hz, each tick integrates the wall
 time elapsed, at most 0.1 s). Publishes ``/arm_twin/joint_states`` (position, velocity, actuator
-force) at ``publish_rate`` and ``/diagnostics``. With ``render_rate`` > 0 and ``record_dir`` set
+force) at ``publish_rate_hz`` and ``/diagnostics``. With ``render_rate_hz`` > 0 and ``record_dir`` set
 it renders the scene's camera offscreen (``MUJOCO_GL=egl`` headless) and writes numbered JPEGs
 plus ``frames.csv`` (frame, file, wall_time, sim_time, command_stamp) for the demo video.
 
@@ -37,22 +37,26 @@ from hand_common.param_spec import ParamSpec
 PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("model_path", "", "MJCF scene ('' = arm_description's mjcf/scene.xml); read at configure"),
     ParamSpec("initial_keyframe", "rest", "keyframe the twin starts in"),
-    ParamSpec("step_rate", 100.0, "physics timer rate (Hz); each tick integrates the elapsed wall time", (10.0, 1000.0),
+    ParamSpec("step_rate_hz", 100.0, "physics timer rate (Hz); each tick integrates the elapsed wall time", (10.0, 1000.0),
               live=True),
-    ParamSpec("publish_rate", 30.0, "joint state publication rate (Hz)", (1.0, 500.0), live=True),
-    ParamSpec("render_rate", 0.0, "offscreen render rate (Hz), 0 = off", (0.0, 30.0), live=True),
+    ParamSpec("publish_rate_hz", 30.0, "joint state publication rate (Hz)", (1.0, 500.0), live=True),
+    ParamSpec("render_rate_hz", 0.0, "offscreen render rate (Hz), 0 = off", (0.0, 30.0), live=True),
     ParamSpec("record_dir", "", "write rendered frames + frames.csv here ('' = do not record)"),
     ParamSpec("camera", "front", "scene camera to render"),
-    ParamSpec("width", 640, "render width (px)", (64, 1920)),
-    ParamSpec("height", 480, "render height (px)", (64, 1080)),
-    ParamSpec("diagnostics_period", 1.0, "diagnostics period (s)", (0.1, 60.0), live=True),
+    ParamSpec("width_px", 640, "render width (px)", (64, 1920)),
+    ParamSpec("height_px", 480, "render height (px)", (64, 1080)),
+    ParamSpec("diagnostics_period_s", 1.0, "diagnostics period (s)", (0.1, 60.0), live=True),
 )
+#: Old names (before the unit-suffix rule, issue 25), refused with the new one.
+RENAMED: dict[str, str] = {"step_rate": "step_rate_hz", "publish_rate": "publish_rate_hz",
+                           "render_rate": "render_rate_hz", "width": "width_px", "height": "height_px",
+                           "diagnostics_period": "diagnostics_period_s"}
 
 
 class TwinNode(SafeLifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(topics.TWIN_NODE, **kwargs)
-        self.declare_params(PARAMS)  # live ones are read where used; the base refuses the others while configured
+        self.declare_params(PARAMS, renamed=RENAMED)  # live ones are read where used; the base refuses the others while configured
         self.arm = None
         self.data = None
         self._reset()
@@ -87,13 +91,13 @@ class TwinNode(SafeLifecycleNode):
                 raise ModelError(f"no keyframe '{self._p('initial_keyframe')}'")
             mujoco.mj_resetDataKeyframe(m, self.data, k)
             mujoco.mj_forward(m, self.data)
-            if self._p("render_rate") > 0:
+            if self._p("render_rate_hz") > 0:
                 cam = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_CAMERA, self._p("camera"))
                 if cam < 0:
                     raise ModelError(f"no camera '{self._p('camera')}'")
-                m.vis.global_.offwidth = max(m.vis.global_.offwidth, self._p("width"))
-                m.vis.global_.offheight = max(m.vis.global_.offheight, self._p("height"))
-                self._renderer = mujoco.Renderer(m, self._p("height"), self._p("width"))
+                m.vis.global_.offwidth = max(m.vis.global_.offwidth, self._p("width_px"))
+                m.vis.global_.offheight = max(m.vis.global_.offheight, self._p("height_px"))
+                self._renderer = mujoco.Renderer(m, self._p("height_px"), self._p("width_px"))
                 self._renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = False
                 self._renderer.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = False
                 self._cam = cam
@@ -111,7 +115,7 @@ class TwinNode(SafeLifecycleNode):
                                                             contract.qos(contract.STREAM)),
                       "diag": self.create_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS,
                                                     contract.qos(contract.STREAM))}
-        self._timers.append(self.create_timer(self._p("diagnostics_period"), self._diagnostics))
+        self._timers.append(self.create_timer(self._p("diagnostics_period_s"), self._diagnostics))
         self.get_logger().info(f"configured: {path}, gripper ctrlrange [{self.arm.gripper_closed:.4f}, "
                                f"{self.arm.gripper_open:.4f}]")
         return TransitionCallbackReturn.SUCCESS
@@ -120,7 +124,7 @@ class TwinNode(SafeLifecycleNode):
         self._sub = self.create_subscription(JointState, topics.JOINT_COMMANDS, self._on_command,
                                              contract.qos(contract.LATEST))
         self._last_step = time.monotonic()
-        self._timers.append(self.create_timer(1.0 / self._p("step_rate"), self._tick))
+        self._timers.append(self.create_timer(1.0 / self._p("step_rate_hz"), self._tick))
         return super().on_activate(state)
 
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
@@ -173,7 +177,7 @@ class TwinNode(SafeLifecycleNode):
         m = self.arm.model
         for _ in range(int(round(elapsed / m.opt.timestep))):
             mujoco.mj_step(m, self.data)
-        if now - self._last_pub >= 1.0 / self._p("publish_rate"):
+        if now - self._last_pub >= 1.0 / self._p("publish_rate_hz"):
             self._last_pub = now
             js = JointState()
             js.header.stamp = self.get_clock().now().to_msg()
@@ -182,7 +186,7 @@ class TwinNode(SafeLifecycleNode):
             js.velocity = [float(x) for x in self.data.qvel[self.arm.dof_adr]]
             js.effort = [float(x) for x in self.data.actuator_force[self.arm.actuator]]
             self._pubs["js"].publish(js)
-        rr = self._p("render_rate")
+        rr = self._p("render_rate_hz")
         if self._renderer is not None and rr > 0 and now - self._last_render >= 1.0 / rr:
             self._last_render = now
             self._render()

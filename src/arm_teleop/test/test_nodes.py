@@ -157,14 +157,14 @@ def test_gesture_session_through_the_nodes(system):
 
 
 def test_driver_writes_each_command_when_it_arrives(tmp_path):
-    """A 1 Hz read loop and a 0.15 s command_timeout: a command published once is written when it
+    """A 1 Hz read loop and a 0.15 s command_timeout_s: a command published once is written when it
     arrives (before, the 1 Hz tick found most of them stale and never wrote them)."""
     bus = SimBus()
     srv = PtySimBus(bus)
     share = bringup.share_file("arm_teleop", "config/arm_driver.yaml")
     proc = NodeProcess.module("arm_teleop.driver_node", "--ros-args", "--params-file", share,
                               "-r", "__node:=arrival_driver", "-r", f"{topics.JOINT_COMMANDS}:=/arrival/commands",
-                              "-p", "real_hardware:=true", "-p", "allow_motion:=true", "-p", "rate:=1.0",
+                              "-p", "real_hardware:=true", "-p", "allow_motion:=true", "-p", "rate_hz:=1.0",
                               "-p", f"port:={srv.port}", log_path=str(tmp_path / "driver.log"))
     probe = RosProbe("arrival_probe")
     try:

@@ -97,7 +97,7 @@ def run_demo(video: str, out: pathlib.Path, mode: str = "cartesian", record: boo
         # thresholds are measured with (arm_teleop.gestures)
         TRACKER: {tracker_iface.PARAM_SOURCE: f"video:{video}", tracker_iface.PARAM_REALTIME: True,
                   tracker_iface.PARAM_DROP_LATE_FRAMES: False},
-        ARM_TWIN: {"render_rate": 30.0, "record_dir": str(twin_dir)},
+        ARM_TWIN: {"render_rate_hz": 30.0, "record_dir": str(twin_dir)},
         ARM_TELEOP: {"control_mode": mode},
     }
     cfg = RunConfig(profile="arm", out_dir=out, overrides=overrides, record=record, sim_board=False,
