@@ -7,7 +7,7 @@ and digit, ``std_msgs/Float64`` = proximal joint angle (rad) on ``/hand_gz/<side
 — the topics that ``config/gz_bridge.yaml`` bridges to the world's JointPositionControllers
 (``hand_gazebo.world.command_topic``). Per-finger deadband, stale → safe pose, and the safe pose
 on deactivate/shutdown: :mod:`hand_gazebo.commander`. ``/diagnostics`` once per
-``diagnostics_period``.
+``diagnostics_period_s``.
 
 Run (stock Jazzy, with the world and the bridge: ``ros2 launch hand_gazebo gazebo.launch.py``):
 ``ros2 run hand_gazebo gz_commander --ros-args --params-file config/gz_commander.yaml``, then
@@ -45,18 +45,20 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("deadband", [0.005] * 5, "Per finger (thumb..pinky), flexion units in [0, 1): a command within "
               "this of the value last sent for that finger is not re-sent; exact 0 and 1 always are.",
               live=True, array_type=float),
-    ParamSpec("command_timeout", 0.15, "s without a command for a hand before its safe pose is sent (once).",
+    ParamSpec("command_timeout_s", 0.15, "s without a command for a hand before its safe pose is sent (once).",
               (0.02, 60.0), live=True),
     ParamSpec("safe_flexions", [0.0] * 5, "Safe pose per finger (0 = open), sent when commands go stale "
               "and on deactivate/shutdown.", live=True, array_type=float),
-    ParamSpec("diagnostics_period", 1.0, "s between /diagnostics messages.", (0.1, 60.0), live=True),
+    ParamSpec("diagnostics_period_s", 1.0, "s between /diagnostics messages.", (0.1, 60.0), live=True),
 )
+#: Old names (before the unit-suffix rule, issue 25), refused with the new one.
+RENAMED: dict[str, str] = {"command_timeout": "command_timeout_s", "diagnostics_period": "diagnostics_period_s"}
 
 
 class GzCommanderNode(SafeLifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
-        self.declare_params(PARAMS)
+        self.declare_params(PARAMS, renamed=RENAMED)
         self._lock = threading.Lock()
         self._reset()
 
@@ -71,7 +73,7 @@ class GzCommanderNode(SafeLifecycleNode):
 
     # --- parameters -----------------------------------------------------------------------------------
     def _config(self, values: dict | None = None) -> CommanderConfig:
-        v = {n: self.get_parameter(n).value for n in ("urdf_path", "deadband", "command_timeout", "safe_flexions")}
+        v = {n: self.get_parameter(n).value for n in ("urdf_path", "deadband", "command_timeout_s", "safe_flexions")}
         v.update(values or {})
         path = v["urdf_path"]
         if not path:
@@ -80,7 +82,7 @@ class GzCommanderNode(SafeLifecycleNode):
             path = str(urdf_path())
         with open(path) as f:
             upper = proximal_limits(f.read())
-        return CommanderConfig(upper=upper, deadband=tuple(v["deadband"]), command_timeout=float(v["command_timeout"]),
+        return CommanderConfig(upper=upper, deadband=tuple(v["deadband"]), command_timeout=float(v["command_timeout_s"]),
                                safe_flexions=tuple(v["safe_flexions"]))
 
     def check_parameters(self, changes, values) -> str | None:
@@ -192,7 +194,7 @@ class GzCommanderNode(SafeLifecycleNode):
                 self.get_logger().warning(f"{side} hand: no flexion command for {h.config.command_timeout:.2f} s: "
                                           "safe pose sent")
             self._send(side, out)
-        if now - self._last_diag >= self.get_parameter("diagnostics_period").value:
+        if now - self._last_diag >= self.get_parameter("diagnostics_period_s").value:
             self._last_diag = now
             self._diagnostics()
 

@@ -63,8 +63,8 @@ def test_flexion_to_angle_deadband_and_stale_safe_pose(upper):
 
 def test_commander_node_sends_only_changes_and_the_safe_pose(tmp_path, upper):
     node = NodeProcess.module("hand_gazebo.commander_node", "--ros-args", "--params-file", CONFIG,
-                              "-p", "diagnostics_period:=0.2",
-                              "-p", "command_timeout:=0.5",  # this process paces 30 Hz with sleeps: room for hiccups
+                              "-p", "diagnostics_period_s:=0.2",
+                              "-p", "command_timeout_s:=0.5",  # this process paces 30 Hz with sleeps: room for hiccups
                               log_path=str(tmp_path / "gz_commander.log"))
     probe = RosProbe("gz_commander_probe")
     try:
@@ -94,7 +94,7 @@ def test_commander_node_sends_only_changes_and_the_safe_pose(tmp_path, upper):
             assert len(left[j]) == 1, f"{j}: {len(left[j])} messages for a held pose"  # sent once, never repeated
             assert left[j][0].data == pytest.approx(pose[k] * upper[k])
         assert all(got["right"][j] == [] for j in DRIVEN_JOINTS)  # the other hand got nothing
-        # the left operator hand is lost: after command_timeout its Gazebo hand opens, once
+        # the left operator hand is lost: after command_timeout_s its Gazebo hand opens, once
         wait_until(lambda: all(len(left[j]) == 2 for j in DRIVEN_JOINTS), 3, "safe pose")
         assert all(left[j][-1].data == 0.0 for j in DRIVEN_JOINTS)
         time.sleep(0.5)
@@ -110,7 +110,7 @@ def test_commander_sends_the_safe_pose_when_stopped_while_active(tmp_path, upper
     """Ctrl-C/SIGTERM of an active commander: run() takes it through shutdown from active, and
     on_shutdown sends the safe pose (state.label is 'active'; lifecycle_state is 'shuttingdown')."""
     node = NodeProcess.module("hand_gazebo.commander_node", "--ros-args", "--params-file", CONFIG,
-                              "-p", "command_timeout:=30.0",  # no stale safe pose before the stop
+                              "-p", "command_timeout_s:=30.0",  # no stale safe pose before the stop
                               log_path=str(tmp_path / "gz_commander_stop.log"))
     probe = RosProbe("gz_commander_stop_probe")
     try:
