@@ -140,6 +140,54 @@ def fused_points(image_landmarks: ArrayLike, world_landmarks: ArrayLike, width: 
     return out + wc
 
 
+#: Longest in-picture length of each bone (BONES order) relative to the hand's own image size
+#: ``S`` (``tracker_core.hand_image_size``: the larger of the palm's image width and length): the
+#: 98th percentile over the 621 frames of the shared video (its medians are 10-40 % shorter). A
+#: bone seen at this length lies in the picture plane; a bone seen shorter rises out of it.
+BONE_FULL_S: np.ndarray = np.array([
+    0.50, 0.53, 0.43, 0.32,   # wrist-thumb CMC, thumb CMC-MCP, MCP-IP, IP-tip
+    1.07, 0.47, 0.31, 0.25,   # wrist-index MCP, proximal, middle, distal phalanx
+    1.00, 0.53, 0.35, 0.28,   # middle
+    1.01, 0.49, 0.37, 0.26,   # ring
+    1.01, 0.35, 0.26, 0.22,   # pinky
+])
+
+#: For each of the 15 joints (JOINT_TRIPLETS order), its incoming and outgoing bone (BONES rows).
+JOINT_BONES: np.ndarray = np.array(
+    [[next(i for i, (a, b) in enumerate(BONES) if a == p and b == q),
+      next(i for i, (a, b) in enumerate(BONES) if a == q and b == r)] for p, q, r in JOINT_TRIPLETS],
+    dtype=int,
+)
+
+
+def most_open_angles(shape: ArrayLike, full_lengths: ArrayLike) -> np.ndarray:
+    """The most open interior angle (rad, 15 joints) that any depth gives the picture's joints.
+
+    shape: (21, 2) image landmarks (any unit, e.g. px or hand image sizes); full_lengths: (20,)
+    the longest each bone (BONES order) can be in 3-D, same unit. A bone seen ``l`` long in the
+    picture and at most ``L`` long in 3-D rises out of the picture plane by at most
+    ``z = sqrt(L^2 - l^2)`` (0 when ``l >= L``: the bone is then taken as ``l`` long). With the
+    in-picture bones ``a`` (into the joint) and ``b`` (out of it), the interior angle is most open
+    when both rise by their most, the same way: ``cos = (-a.b - za zb) / (|a3| |b3|)``. A joint
+    folded in the picture whose bones are both at full length cannot be opened by any depth (a
+    bone folded back); one whose bones are foreshortened can (a view: a fist seen from the back,
+    its depth flattened). Non-finite input gives pi (no evidence of a fold).
+    """
+    xy = np.asarray(shape, dtype=float)
+    full = np.asarray(full_lengths, dtype=float)
+    if xy.shape != (N_LANDMARKS, 2) or full.shape != (len(BONES),):
+        raise ValueError(f"expected (21, 2) landmarks and (20,) lengths, got {xy.shape}, {full.shape}")
+    with np.errstate(all="ignore"):
+        bone = xy[BONES[:, 1]] - xy[BONES[:, 0]]
+        ell = np.linalg.norm(bone, axis=1)
+        length = np.fmax(full, ell)
+        rise = np.sqrt(np.maximum(length ** 2 - ell ** 2, 0.0))
+        a, b = JOINT_BONES[:, 0], JOINT_BONES[:, 1]
+        cos = (-np.einsum("ij,ij->i", bone[a], bone[b]) - rise[a] * rise[b]) / (length[a] * length[b])
+        ang = np.arccos(np.clip(cos, -1.0, 1.0))
+    return np.where(np.isfinite(ang), ang, math.pi)
+
+
 def joint_angles(points: ArrayLike) -> np.ndarray:
     """Interior angles of the 15 joints, radians in [0, pi] (pi = straight).
 

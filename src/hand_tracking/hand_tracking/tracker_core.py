@@ -41,6 +41,7 @@ from hand_common.contract import FINGER_NAMES, JOINT_NAMES
 from hand_common.filters import OneEuroFilter, OneEuroParams
 from hand_tracking import interface as iface
 from hand_tracking.geometry import (
+    BONE_FULL_S,
     BONES,
     LANDMARK_MODES,
     Windows,
@@ -49,6 +50,7 @@ from hand_tracking.geometry import (
     fused_points,
     image_points,
     joint_angles,
+    most_open_angles,
 )
 from hand_tracking.landmarks import HandObservation
 
@@ -99,6 +101,20 @@ def hand_image_size(image: np.ndarray, width: int, height: int) -> float:
     return float(max(np.linalg.norm(px[5] - px[17]), np.linalg.norm(px[0] - px[9])))
 
 
+def bone_image_lengths(image: np.ndarray, width: int, height: int) -> np.ndarray:
+    """(20,) the bones' (BONES order) lengths in the picture, in hand image sizes
+    (:func:`hand_image_size`). image: (21, 3) normalised."""
+    px = np.asarray(image, dtype=float)[:, :2] * (float(width), float(height))
+    with np.errstate(all="ignore"):
+        return np.linalg.norm(px[BONES[:, 1]] - px[BONES[:, 0]], axis=1) / hand_image_size(image, width, height)
+
+
+#: A bone's longest-seen picture length is taken as its full length (instead of
+#: :data:`hand_tracking.geometry.BONE_FULL_S`) once it reaches this fraction of the prior: a hand
+#: seen only with its fingers folded or foreshortened keeps the prior, which refuses fewer folds.
+LEARNED_MIN_FRACTION = 0.7
+
+
 def hand_shape(image: np.ndarray, width: int, height: int) -> np.ndarray:
     """(21, 2) image landmarks in px relative to the palm centroid (wrist + MCPs), in hand image
     sizes (:func:`hand_image_size`): the hand's shape in the picture, free of where the hand is
@@ -122,7 +138,17 @@ class QualityGate:
     CMC to tip; finger: MCP to tip), in ``S`` (the shared video measures 0.25-1.30; a digit
     pointing at a close camera is magnified by perspective, hence 2.5). min_joint_angle: smallest
     plausible interior angle of the skeleton's 15 joints, rad (a bone folded back onto its
-    neighbour; the shared video's smallest is 0.86 rad, a PIP in the fist).
+    neighbour; the shared video's smallest is 0.86 rad, a PIP in the fist). A skeleton folded below
+    it is refused only when the PICTURE cannot be read otherwise (issue 22): a fist seen from the
+    back whose depth MediaPipe flattened shows folds too, but its bones are foreshortened, and the
+    depth their foreshortening allows opens the joint. So the fold is refused only when even the
+    most open depth (:func:`hand_tracking.geometry.most_open_angles`, bones at most
+    ``full_length_tolerance`` x their full length) leaves the joint below ``min_open_joint_angle``
+    (no finger or thumb joint flexes that far). A bone's full length, in hand image sizes ``S``,
+    is the longest this hand has shown it since its track began (``lengths``, learned by
+    :class:`TrackerCore`), or :data:`hand_tracking.geometry.BONE_FULL_S` (the shared video's) until
+    it has shown it at >= ``LEARNED_MIN_FRACTION`` of that (never seen extended: the permissive
+    prior).
     Temporal consistency: the hand's shape in the picture (:func:`hand_shape`) must lie within
     ``motion_tolerance + motion_rate * dt`` hand sizes of its PREDICTION from the last two accepted
     frames (``dt`` s of capture time since the last accepted frame; damped constant velocity,
@@ -142,6 +168,8 @@ class QualityGate:
     max_outside_fraction: float = 0.25
     max_finger_length: float = 2.5
     min_joint_angle: float = 0.35
+    full_length_tolerance: float = 1.15
+    min_open_joint_angle: float = 0.75
     motion_tolerance: float = 1.0
     motion_rate: float = 8.0
     motion_gain: float = 0.5
@@ -154,6 +182,10 @@ class QualityGate:
             raise ValueError(f"max_finger_length must be > 0, got {self.max_finger_length}")
         if not 0.0 <= self.min_joint_angle < np.pi:
             raise ValueError(f"min_joint_angle must be in [0, pi), got {self.min_joint_angle}")
+        if not self.full_length_tolerance >= 1.0:
+            raise ValueError(f"full_length_tolerance must be >= 1, got {self.full_length_tolerance}")
+        if not 0.0 <= self.min_open_joint_angle < np.pi:
+            raise ValueError(f"min_open_joint_angle must be in [0, pi), got {self.min_open_joint_angle}")
         if not self.motion_tolerance > 0.0:
             raise ValueError(f"motion_tolerance must be > 0, got {self.motion_tolerance}")
         if not self.motion_rate >= 0.0:
@@ -163,6 +195,14 @@ class QualityGate:
         if not 0.0 <= self.min_score <= 1.0:
             raise ValueError(f"min_score must be in [0, 1], got {self.min_score}")
 
+    def full_lengths(self, lengths: np.ndarray | None = None) -> np.ndarray:
+        """(20,) the longest each bone may be in 3-D, hand image sizes: the hand's own longest-seen
+        lengths where it has shown the bone near full length, else the prior, x the tolerance."""
+        full = BONE_FULL_S
+        if lengths is not None:
+            full = np.where(lengths >= LEARNED_MIN_FRACTION * BONE_FULL_S, lengths, BONE_FULL_S)
+        return self.full_length_tolerance * full
+
     def tolerance(self, dt: float) -> float:
         """Allowed miss of the motion prediction ``dt`` s after the reference frame, hand sizes."""
         return self.motion_tolerance + self.motion_rate * max(float(dt), 0.0)
@@ -170,15 +210,17 @@ class QualityGate:
     def check(self, hand: HandObservation, pts: np.ndarray, width: int = 1, height: int = 1,
               motion: MotionReference | None = None, t: float = 0.0, *,
               metric: bool = True, angles: np.ndarray | None = None,
-              shape: np.ndarray | None = None) -> tuple[str, str, float]:
+              shape: np.ndarray | None = None, lengths: np.ndarray | None = None
+              ) -> tuple[str, str, float]:
         """(reason key or '', explanation, quality in [0, 1]) of one frame.
 
         hand: the observation; pts: (21, 3) skeleton the angles come from (any unit); width,
         height: image size, px; motion: the temporal reference (None: no check); t: the frame's
         capture time, s; metric: pts is the fused/world skeleton (a degenerate one then names the
         broken head); angles, shape: ``joint_angles(pts)`` and ``hand_shape(hand.image, width,
-        height)`` when the caller has them (computed here otherwise). Quality is the classifier
-        confidence times the fraction of image landmarks inside the image.
+        height)`` when the caller has them (computed here otherwise); lengths: (20,) the longest
+        each bone has been seen in the picture, hand image sizes (None: the prior). Quality is the
+        classifier confidence times the fraction of image landmarks inside the image.
         """
         problem = check_skeleton(pts)
         if problem and pts is not hand.world and metric:  # fused: name the head that is broken
@@ -197,18 +239,22 @@ class QualityGate:
         size = hand_image_size(img, width, height)
         if not size > 0.0:
             return "degenerate", "the hand has no size in the image", 0.0
-        px = img[:, :2] * (float(width), float(height))
-        bones = np.linalg.norm(px[BONES[:, 1]] - px[BONES[:, 0]], axis=1).reshape(5, 4)
-        digits = bones[:, 1:].sum(axis=1) / size
+        bones = bone_image_lengths(img, width, height).reshape(5, 4)
+        digits = bones[:, 1:].sum(axis=1)
         k = int(np.argmax(digits))
         if digits[k] > self.max_finger_length:
             return ("finger_length", f"{FINGER_NAMES[k]} {digits[k]:.2f} hand sizes long in the image "
                     f"(> {self.max_finger_length})", quality)
         ang = joint_angles(pts) if angles is None else angles
-        k = int(np.argmin(ang))
-        if ang[k] < self.min_joint_angle:
-            return ("joint_angle", f"{JOINT_NAMES[k]} bent to {ang[k]:.2f} rad "
-                    f"(< {self.min_joint_angle} rad: a bone folded back)", quality)
+        folded = np.flatnonzero(ang < self.min_joint_angle)
+        if folded.size:
+            opened = most_open_angles(hand_shape(img, width, height) if shape is None else shape,
+                                      self.full_lengths(lengths))
+            k = int(folded[np.argmin(opened[folded])])
+            if opened[k] < self.min_open_joint_angle:
+                return ("joint_angle", f"{JOINT_NAMES[k]} bent to {ang[k]:.2f} rad (< "
+                        f"{self.min_joint_angle} rad) and no depth opens it past {opened[k]:.2f} rad "
+                        f"(< {self.min_open_joint_angle}): a bone folded back", quality)
         if motion is not None:
             shape = hand_shape(img, width, height) if shape is None else shape
             miss, dt = motion.miss(shape, t, self.motion_gain)
@@ -243,6 +289,14 @@ class MotionReference:
 
     #: the last :meth:`miss` measured against the frame refused for motion (a re-anchoring)
     via_refused: bool = False
+    #: (20,) the longest each bone has been seen in the picture in accepted frames of this track,
+    #: hand image sizes (:func:`bone_image_lengths`); None before the first accepted frame
+    lengths: np.ndarray | None = None
+
+    def learn(self, lengths: np.ndarray) -> None:
+        """An accepted frame's bone lengths (:func:`bone_image_lengths`) extend the longest seen."""
+        ok = np.where(np.isfinite(lengths), lengths, 0.0)
+        self.lengths = ok.copy() if self.lengths is None else np.fmax(self.lengths, ok)
 
     def accept(self, t: float, shape: np.ndarray) -> None:
         """An accepted frame becomes the newest reference (after a re-anchoring the refused frame
@@ -462,7 +516,8 @@ class TrackerCore:
             self._shape = hand_shape(hand.image, w, h)
         key, why, quality = self._config.gate.check(hand, pts, w, h, motion, t or 0.0,
                                                     metric=self._config.landmark_mode != "image",
-                                                    angles=angles, shape=self._shape)
+                                                    angles=angles, shape=self._shape,
+                                                    lengths=self._motion.lengths)
         if key:
             what = "implausible skeleton" if key == "degenerate" else f"rejected ({key})"
             return hand, None, f"{what}: {why}", key, quality
@@ -480,6 +535,7 @@ class TrackerCore:
                 self._motion.refuse(t, self._shape)
         if raw is not None:
             self._motion.accept(t, self._shape)
+            self._motion.learn(bone_image_lengths(hand.image, w, h))
             curls = finger_curls(raw)
             prev = self._last_curls
             near_prev = prev is not None and float(np.max(np.abs(curls - prev[1]))) <= cfg.hold_step(t - prev[0])

@@ -13,6 +13,7 @@ from hand_tracking.geometry import (
     finger_curls,
     fused_points,
     joint_angles,
+    most_open_angles,
     synthetic_hand,
 )
 from hand_tracking.landmarks import HandObservation
@@ -164,6 +165,7 @@ def test_gate_refuses_implausible_image_shapes_folded_joints_and_low_scores():
         assert outs[1].hold_cause == reason and core.holds[reason] == 1
         assert core.rejections[reason] == 1
     assert "middle_dip bent to" in run_gate([[good], [folded()]])[1][1].reason
+    assert "no depth opens it past 0.5" in run_gate([[good], [folded()]])[1][1].reason
     # the gate off: only degenerate skeletons are refused
     _, outs = run_gate([[good], [stretched()]], enabled=False)
     assert outs[1].status == "tracked"
@@ -255,3 +257,90 @@ def test_calibration_refuses_a_fist_as_open_and_an_open_hand_as_fist_naming_fing
     text = cal.describe()
     assert "index 2.98->1.53" in text and f"quality {cal.quality:.2f}" in text
     assert len(JOINT_NAMES) == len(cal.joints.straight)
+
+
+# --- issue 22: folds a view explains are views, folds the picture shows are refused ---------------
+
+#: A fist whose fingers fold at right angles at MCP and PIP: seen from the back, the proximal
+#: phalanges point away from the camera and project short.
+FIST90 = np.array([2.3, 2.4, 2.2] + [1.6, 1.6, 2.3] * 4)
+
+
+def flattened(obs, k):
+    """MediaPipe losing depth: both heads' depth pulled towards the palm's by the factor k."""
+    img, wld = obs.image.copy(), obs.world.copy()
+    for p in (img, wld):
+        z0 = p[[0, 5, 9, 13, 17], 2].mean()
+        p[:, 2] = z0 + k * (p[:, 2] - z0)
+    return HandObservation(img, wld, obs.handedness, obs.score)
+
+
+def back_view(rng):
+    """The back of the hand to the camera, 180 +- 35 deg about y, tilted +-25 deg, rolled +-40 deg."""
+    r = _rotation(np.array([0.0, 1.0, 0.0]), math.radians(180.0 + rng.uniform(-35.0, 35.0)))
+    r = _rotation(np.array([1.0, 0.0, 0.0]), math.radians(rng.uniform(-25.0, 25.0))) @ r
+    return _rotation(np.array([0.0, 0.0, 1.0]), math.radians(rng.uniform(-40.0, 40.0))) @ r
+
+
+def test_most_open_angles_exact():
+    xy = np.zeros((21, 2))
+    # index: MCP at the origin, PIP one unit right, DIP back 0.6 towards the MCP (folded in 2-D)
+    xy[0] = [0.0, 2.0]
+    xy[5], xy[6], xy[7], xy[8] = [0.0, 0.0], [1.0, 0.0], [0.4, 0.0], [0.4, 0.5]
+    for d in (1, 9, 13, 17):
+        xy[d:d + 4] = [[d, 0.0], [d, -1.0], [d, -2.0], [d, -3.0]]
+    full = np.full(20, 1.0)
+    opened = most_open_angles(xy, full)
+    pip = JOINT_NAMES.index("index_pip")
+    # the middle phalanx seen 0.6 of its 1.0 length rises 0.8: cos = 0.6 / 1 -> 0.927 rad
+    assert opened[pip] == pytest.approx(math.acos(0.6), abs=1e-12)
+    # both bones at full length: no depth opens the fold
+    full[6] = 0.6
+    assert most_open_angles(xy, full)[pip] == pytest.approx(0.0, abs=1e-6)
+    # straight in the picture stays pi; non-finite input reads pi (no evidence of a fold)
+    assert most_open_angles(xy, full)[JOINT_NAMES.index("middle_pip")] == pytest.approx(math.pi)
+    xy[7] = np.nan
+    assert most_open_angles(xy, full)[pip] == math.pi
+    with pytest.raises(ValueError, match="lengths"):
+        most_open_angles(xy, full[:5])
+
+
+def test_back_views_with_flattened_depth_are_never_refused_for_their_folds():
+    """Issue 22: a fist seen from the back with MediaPipe's depth flattened folds in the skeleton
+    (PIPs down to ~0.03 rad at depth x0), but its bones are foreshortened, so the picture allows
+    a depth that opens them: a view, not a bone folded back. Fresh tracks (prior lengths) and
+    tracks that first saw the open hand (learned lengths)."""
+    rng = np.random.default_rng(22)
+    folds, n = 0, 0
+    gate_on = QualityGate()
+    for _ in range(40):
+        view = back_view(rng)
+        for k in (1.0, 0.2, 0.0):
+            for pose in (OPEN, FIST, FIST90):
+                obs = flattened(observe(pose, view), k)
+                folds += joint_angles(fused_points(obs.image, obs.world, W, H)).min() < gate_on.min_joint_angle
+                for learned in (False, True):
+                    core = TrackerCore(TrackerConfig(filter_enabled=False))
+                    if learned:
+                        assert core.update([observe(OPEN, VIEWS["palm"])], 0.0, W, H).status == "tracked"
+                    # judged 1 s later: the motion check allows the change of view
+                    out = core.update([obs], 1.0, W, H)
+                    n += 1
+                    assert out.status == "tracked", (k, learned, out.reason)
+    print(f"\n{n} back views accepted, {folds} of them folded below {gate_on.min_joint_angle} rad")
+    assert folds >= 20  # measured 47 of the 360 views (the old gate refused them): the case is exercised
+
+
+def test_synthetic_back_views_with_flattened_depth_read_open_and_fist():
+    rng = np.random.default_rng(22)
+    opened, fists = [], []
+    for _ in range(40):
+        view = back_view(rng)
+        for k in (1.0, 0.2):
+            opened.append(flexions(flattened(observe(OPEN, view), k)))
+            fists.append(flexions(flattened(observe(FIST, view), k)))
+            fists.append(flexions(flattened(observe(FIST90, view), k)))
+    opened, fists = np.array(opened), np.array(fists)
+    print(f"\nback views: open max {np.round(opened.max(0), 2)}  fist min {np.round(fists.min(0), 2)}")
+    assert opened.max() <= 0.2
+    assert fists[:, 1:].min() >= 0.7
