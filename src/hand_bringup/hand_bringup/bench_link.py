@@ -52,9 +52,11 @@ from hand_common.stats import percentiles_ms
 OPERATOR_STANDIN, OPERATOR_TRACKER = "standin", "tracker"
 
 COMMAND_TIMEOUT_S = 0.15
-SPEED_DPS = 300.0
-RATE_US_PER_S = SPEED_DPS * rig.US_PER_DEG
+SPEED_DPS = 300.0  # max_speed_dps (tracking)
+SAFE_SPEED_DPS = 600.0  # safe_speed_dps (the ramp to the safe pose)
+SAFE_RATE_US_PER_S = SAFE_SPEED_DPS * rig.US_PER_DEG
 BOUND = rig.step_bound_us(SPEED_DPS, 0.02)
+SAFE_BOUND = rig.step_bound_us(SAFE_SPEED_DPS, 0.02)
 PHASES = {
     "loss 20%": LinkFaults(loss=0.2),
     "delay 100 ms ± 50 ms": LinkFaults(delay_s=0.1, jitter_s=0.05),
@@ -206,12 +208,12 @@ def faults_session(workdir: str, video: str, reps: int, stamp_offset_s: float = 
     for label, down, a, b in marks:
         if label == "outage":
             outs.append(rig.outage_figures(down, a, b, crossed, frames, records, stale, rig.safe_pulses(),
-                                           RATE_US_PER_S, BOUND))
+                                           SAFE_RATE_US_PER_S, BOUND, SAFE_BOUND))
         else:
             phs.append(rig.phase_figures(label, a, b, crossed, records, stale, COMMAND_TIMEOUT_S, BOUND,
-                                         r.wall_minus_mono, diags))
+                                         r.wall_minus_mono, diags, safe_step_bound_us=SAFE_BOUND))
     cleans = [rig.phase_figures("clean", a, b, crossed, records, stale, COMMAND_TIMEOUT_S, BOUND, r.wall_minus_mono,
-                                diags) for a, b in clean]
+                                diags, safe_step_bound_us=SAFE_BOUND) for a, b in clean]
     last = diags[-1][2] if diags else {}
     return {"session": name, "operator": operator, "stamp_offset_s": stamp_offset_s, "codes": codes, "outages": outs, "phases": phs,
             "clean": cleans, "crossed": len(crossed),
@@ -228,11 +230,12 @@ def print_outages(outs: list[rig.OutageFigures]) -> None:
         print(f"  link down {down:g} s (n={len(g)}):")
         print(f"    stale decision after the last command   {_mmm([o.stale_ms for o in g])} ms")
         print(f"    safe pulses held (after the last cmd)   {_mmm([o.safe_ms for o in g])} ms"
-              f"   [ramp needed at the rate limit {_mmm([o.ramp_ms for o in g])} ms]")
+              f"   [ramp needed at safe_speed_dps {SAFE_SPEED_DPS:g} {_mmm([o.ramp_ms for o in g])} ms]")
         print(f"    first command after the link returned   {_mmm([o.resume_cmd_ms for o in g])} ms")
         print(f"    first servo frame after it              {_mmm([o.resume_frame_ms for o in g])} ms")
-        print(f"    largest per-frame change                {_mmm([o.largest_step_us for o in g])} us "
-              f"(bound {BOUND - 1:.0f} us); jumps {sum(o.jumps for o in g)}; board watchdog trips (driver "
+        print(f"    largest per-frame change                {_mmm([o.largest_step_us for o in g])} us, "
+              f"tracking {_mmm([o.largest_track_step_us for o in g])} us (bounds {BOUND - 1:.0f} us tracking, "
+              f"{SAFE_BOUND - 1:.0f} us toward the safe pose); jumps {sum(o.jumps for o in g)}; board watchdog trips (driver "
               f"stalled > 0.5 s) {sum(o.watchdog_trips for o in g)}")
 
 

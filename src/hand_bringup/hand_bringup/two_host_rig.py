@@ -97,6 +97,32 @@ def pulse_changes(records: Sequence[dict[str, Any]]) -> list[int]:
     return out
 
 
+def pulse_steps(records: Sequence[dict[str, Any]], safe_us: Sequence[int]) -> list[tuple[int, bool]]:
+    """Per applied SET_PULSES frame (as :func:`pulse_changes`): (largest change in µs, whether every
+    channel it changed moved toward its safe pulse). A ramp to the safe pose is bounded by the
+    driver's ``safe_speed_dps``, tracking by ``max_speed_dps``: :func:`count_jumps` judges each by its own."""
+    out, prev = [], None
+    for r in records:
+        cur = r.get("outputs")
+        if cur is None:
+            continue
+        if prev is not None:
+            if r.get("event", "frame") == "frame":
+                moved = [(a, b, s) for a, b, s in zip(prev, cur, safe_us) if a is not None and b is not None and a != b]
+                out.append((max([0] + [abs(b - a) for a, b, _ in moved]),
+                            bool(moved) and all(abs(b - s) < abs(a - s) for a, b, s in moved)))
+            cur = [b if b is not None else a for a, b in zip(prev, cur)]
+        prev = cur
+    return out
+
+
+def count_jumps(steps: Sequence[tuple[int, bool]], bound_us: float, safe_bound_us: float | None = None) -> int:
+    """Frames of :func:`pulse_steps` whose change exceeds their limiter's bound: ``safe_bound_us``
+    for a step toward the safe pose (default ``bound_us``), ``bound_us`` for any other."""
+    sb = bound_us if safe_bound_us is None else safe_bound_us
+    return sum(c > (sb if toward else bound_us) for c, toward in steps)
+
+
 def watchdog_trips(records: Sequence[dict[str, Any]], t0: float, t1: float) -> int:
     """The board's watchdog trips in [t0, t1]: the driver's frames stopped for longer than the board's
     watchdog (a stalled driver process), and the firmware put the outputs safe at once."""
@@ -124,7 +150,9 @@ class OutageFigures:
     ramp that takes at the rate limit from the horns' pulses at the stale decision;
     ``resume_cmd_ms``/``resume_frame_ms``: the first command crossing / the first servo frame after
     it, counted from the link's return; ``largest_step_us``: the largest per-frame change in the
-    window; ``jumps``: frames whose change exceeds the limiter's bound. ``stale_ms`` is None when the
+    window (``largest_track_step_us``: of the frames that did not move every changed servo toward the
+    safe pose); ``jumps``: frames whose change exceeds their limiter's bound (the safe ramp's
+    toward the safe pose, the tracking one otherwise). ``stale_ms`` is None when the
     driver was already stale (every command since its last decision refused as late: a loaded
     operator) — then the horns were at or ramping to the safe pulses before the outage."""
 
@@ -138,6 +166,7 @@ class OutageFigures:
     jumps: int
     frames_in_window: int
     watchdog_trips: int = 0
+    largest_track_step_us: int = 0
 
 
 @dataclass
@@ -390,9 +419,13 @@ class TwoHostRig:
 # --- figures (pure: from the records) ------------------------------------------------------------------------
 def outage_figures(down_s: float, t_down: float, t_up: float, crossed: Sequence[tuple[float, float]],
                    frames: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]], stale: Sequence[float],
-                   safe_us: Sequence[int], rate_us_per_s: float, step_bound_us: float) -> OutageFigures:
+                   safe_us: Sequence[int], rate_us_per_s: float, step_bound_us: float,
+                   safe_step_bound_us: float | None = None) -> OutageFigures:
     """Figures of one outage from the crossings (:func:`deliveries`), the board's set_pulses
-    ``frames`` and ``records`` (frames and watchdog events), the driver's stale decisions."""
+    ``frames`` and ``records`` (frames and watchdog events), the driver's stale decisions.
+    ``rate_us_per_s``: the safe ramp's rate (for ``ramp_ms``); ``step_bound_us`` /
+    ``safe_step_bound_us``: the largest per-frame change tracking / toward the safe pose (default:
+    the same)."""
     arrivals = [t for _, t in crossed]
     before = [t for t in arrivals if t < t_up]  # the link was down for all of [t_down, t_up]
     last = max(before) if before else None
@@ -417,6 +450,7 @@ def outage_figures(down_s: float, t_down: float, t_up: float, crossed: Sequence[
     t_end = (resume or t_up) + 2.0
     window = [r for r in records if t_down - 1.0 <= r["mono"] <= t_end]
     changes = pulse_changes(window)
+    steps = pulse_steps(window, safe_us)
     return OutageFigures(
         down_s=down_s,
         stale_ms=None if stale_t is None else round((stale_t - last) * ms, 1),
@@ -424,22 +458,26 @@ def outage_figures(down_s: float, t_down: float, t_up: float, crossed: Sequence[
         ramp_ms=None if ramp is None else round(ramp, 1),
         resume_cmd_ms=None if first is None else round((first - t_up) * ms, 1),
         resume_frame_ms=None if resume is None else round((resume - t_up) * ms, 1),
-        largest_step_us=max(changes, default=0), jumps=sum(c > step_bound_us for c in changes),
-        frames_in_window=len(changes), watchdog_trips=watchdog_trips(records, t_down - 1.0, t_end))
+        largest_step_us=max(changes, default=0), jumps=count_jumps(steps, step_bound_us, safe_step_bound_us),
+        frames_in_window=len(changes), watchdog_trips=watchdog_trips(records, t_down - 1.0, t_end),
+        largest_track_step_us=max((c for c, toward in steps if not toward), default=0))
 
 
 def phase_figures(name: str, t0: float, t1: float, crossed: Sequence[tuple[float, float]],
                   frames: Sequence[dict[str, Any]], stale: Sequence[float], command_timeout_s: float,
                   step_bound_us: float, wall_minus_mono: float,
-                  diags: Sequence[tuple[float, int, dict[str, str]]] = ()) -> PhaseFigures:
+                  diags: Sequence[tuple[float, int, dict[str, str]]] = (), safe_us: Sequence[int] | None = None,
+                  safe_step_bound_us: float | None = None) -> PhaseFigures:
     """Figures of one fault phase [t0, t1] (+ 1 s after it for what was still in flight). ``frames``:
-    the board's records (frames and watchdog events, :meth:`TwoHostRig.board_records`)."""
+    the board's records (frames and watchdog events, :meth:`TwoHostRig.board_records`). Jumps: per
+    :func:`count_jumps` (``safe_us`` default :func:`safe_pulses`)."""
     transit = [t - (s - wall_minus_mono) for s, t in crossed]
     base = min(transit) if transit else 0.0
     inside = [(s, t) for (s, t), tr in zip(crossed, transit) if t0 <= t <= t1 + 1.0]
     late = sum(1 for (s, t), tr in zip(crossed, transit) if t0 <= t <= t1 + 1.0 and tr - base > command_timeout_s)
     window = [r for r in frames if t0 - 0.5 <= r["mono"] <= t1 + 1.0]
     changes = pulse_changes(window)
+    steps = pulse_steps(window, safe_pulses() if safe_us is None else safe_us)
     monos = np.array([r["mono"] for r in window if r.get("event", "frame") == "frame"])
     per_s = max((int(np.sum((monos >= m) & (monos < m + 1.0))) for m in monos), default=0)
     per_10ms = max((int(np.sum((monos >= m) & (monos < m + 0.01))) for m in monos), default=0)
@@ -453,7 +491,7 @@ def phase_figures(name: str, t0: float, t1: float, crossed: Sequence[tuple[float
     return PhaseFigures(
         name=name, seconds=round(t1 - t0, 2), crossed=len(inside), late_crossings=late,
         stale_decisions=sum(1 for s in stale if t0 <= s <= t1 + 1.0),
-        largest_step_us=max(changes, default=0), jumps=sum(c > step_bound_us for c in changes),
+        largest_step_us=max(changes, default=0), jumps=count_jumps(steps, step_bound_us, safe_step_bound_us),
         max_frames_per_s=per_s, max_frames_per_10ms=per_10ms,
         warn_seen=any(d[1] >= 1 for d in phase_diags),
         driver_late_refused=delta("commands_late"), driver_out_of_order=delta("commands_out_of_order"),
@@ -527,5 +565,6 @@ def problem() -> str | None:
     return netns_problem()
 
 
-__all__ = ["LinkFaults", "OutageFigures", "PhaseFigures", "TwoHostRig", "deliveries", "outage_figures",
-           "phase_figures", "problem", "pulse_changes", "safe_pulses", "step_bound_us", "wire_latencies"]
+__all__ = ["LinkFaults", "OutageFigures", "PhaseFigures", "TwoHostRig", "count_jumps", "deliveries", "outage_figures",
+           "phase_figures", "problem", "pulse_changes", "pulse_steps", "safe_pulses", "step_bound_us",
+           "wire_latencies"]

@@ -24,6 +24,7 @@ _WHY = rig.problem()
 COMMAND_TIMEOUT_S = 0.15  # servo_driver.yaml
 RATE_US_PER_S = 300.0 * rig.US_PER_DEG  # max_speed_dps 300
 BOUND = rig.step_bound_us(300.0, 0.02)
+SAFE_BOUND = rig.step_bound_us(600.0, 0.02)  # safe_speed_dps 600: the ramp to the safe pose
 
 
 def _video() -> str:
@@ -61,17 +62,17 @@ def test_two_hosts_over_a_bad_link(tmp_path):
     # horns reach the safe (open) pulses, both before the link returns; commands cross again after it
     # and servo frames follow them; no per-frame change beyond the limiter's bound (timing: bench_link)
     o = rig.outage_figures(2.0, t_down, t_up, crossed, frames, records, stale, rig.safe_pulses(), RATE_US_PER_S,
-                           BOUND)
+                           BOUND, SAFE_BOUND)
     assert not [t for _, t in crossed if t_down + 0.005 < t < t_up], "a command crossed a link that was down"
     assert o.safe_ms is not None, o  # stale_ms is None when the driver was already stale (a loaded tracker)
     assert o.resume_cmd_ms is not None and [f for f in frames if f["mono"] > t_up], o
-    assert o.jumps == 0 and o.largest_step_us <= BOUND, o
+    assert o.jumps == 0 and o.largest_track_step_us <= BOUND and o.largest_step_us <= SAFE_BOUND, o
     # 20 % loss: commands still cross, no jump (the frame cap is bench_link's figure: the board's stamps
     # are its reads, which a loaded machine bunches)
     diags = r.driver_diagnostics()
     assert diags, "no servo driver diagnostics in the robot's bag"
     loss = rig.phase_figures("loss 20%", l0, l1, crossed, records, stale, COMMAND_TIMEOUT_S, BOUND,
-                             r.wall_minus_mono, diags)
+                             r.wall_minus_mono, diags, safe_step_bound_us=SAFE_BOUND)
     assert loss.crossed >= 1 and loss.jumps == 0, loss
     # the clock offset: commands were followed (a driver that compared the two clocks would refuse every
     # one of them as 2 s late, > command_timeout_s). How many are refused as late depends on the load
@@ -79,7 +80,8 @@ def test_two_hosts_over_a_bad_link(tmp_path):
     last = diags[-1][2]
     assert int(last["commands"]) >= 3, last
     assert int(last["clock_rebases"]) == 0, last
-    assert rig.pulse_changes(records) and max(rig.pulse_changes(records)) <= BOUND
+    steps = rig.pulse_steps(records, rig.safe_pulses())
+    assert steps and rig.count_jumps(steps, BOUND, SAFE_BOUND) == 0
 
 
 def _frame(payload: bytes) -> bytes:
@@ -171,6 +173,7 @@ def test_outage_figures_from_synthetic_records():
     assert o.stale_ms == pytest.approx(160.0) and o.ramp_ms == pytest.approx(90.0)
     assert o.safe_ms == pytest.approx(250.0, abs=1) and o.resume_cmd_ms == pytest.approx(50.0)
     assert o.resume_frame_ms == pytest.approx(60.0) and o.jumps == 0 and o.largest_step_us == 67
+    assert o.largest_track_step_us == 50  # 1000 -> 1050 on resuming; the 67 us steps went toward the safe pose
     frames.append({"mono": 12.1, "t": 12.1, "outputs": [1250] * 5})  # a 200 us jump
     o = rig.outage_figures(2.0, 10.0, 12.0, crossed, frames, frames, [10.16], rig.safe_pulses(), RATE_US_PER_S, BOUND)
     assert o.jumps == 1 and o.largest_step_us == 200 and o.watchdog_trips == 0
@@ -181,3 +184,18 @@ def test_outage_figures_from_synthetic_records():
     o = rig.outage_figures(2.0, 10.0, 12.0, crossed, [f for f in frames if f.get("event") != "watchdog"], frames,
                            [10.16], rig.safe_pulses(), RATE_US_PER_S, BOUND)
     assert o.jumps == 0 and o.largest_step_us == 67 and o.watchdog_trips == 1
+
+
+def test_jumps_are_judged_by_their_own_limiter_bound():
+    """A step toward the safe pose may be as large as the safe ramp's bound (safe_speed_dps), any
+    other only the tracking one (max_speed_dps); a step that moves one servo away from the safe
+    pulse is tracking whatever the others do."""
+    recs = [{"mono": 0.0, "outputs": [1500] * 5},
+            {"mono": 0.02, "outputs": [1367] * 5},  # 133 us toward 1000: the safe ramp
+            {"mono": 0.04, "outputs": [1234] * 4 + [1300]},  # 133 toward, one servo 67 us toward too
+            {"mono": 0.06, "outputs": [1234] * 4 + [1400]},  # 100 us away from the safe pulse: tracking
+            {"mono": 0.08, "outputs": [1300] * 4 + [1600]}]  # 66 us away, 200 us away: tracking
+    steps = rig.pulse_steps(recs, rig.safe_pulses())
+    assert steps == [(133, True), (133, True), (100, False), (200, False)]
+    assert rig.count_jumps(steps, BOUND, SAFE_BOUND) == 2  # the 100 and the 200 us tracking steps
+    assert rig.count_jumps(steps, BOUND) == 4  # one bound for every frame: the 133 us steps too

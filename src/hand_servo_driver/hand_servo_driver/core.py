@@ -15,8 +15,9 @@ commands, time and the board's STATUS frames and writes the frames it returns. R
   ``command_timeout_s`` by its stamp, or older than the newest one followed, is refused (a burst
   queued behind a stall or a dead link is never replayed). The pose followed is therefore at most
   ``command_timeout_s`` old when it arrives and is held for at most ``command_timeout_s`` more.
-- No command followed for ``command_timeout_s`` → the safe pose, reached by a ramp under the
-  same rate limit from where the horns are (``safe_mode: detach`` stops the pulses at once: the
+- No command followed for ``command_timeout_s`` → the safe pose, reached by a ramp from where the
+  horns are at ``safe_speed_dps`` (an SG90 horn's own speed by default, twice the default tracking
+  limit: the open side comes soon, and no step is faster than the horn can follow) (``safe_mode: detach`` stops the pulses at once: the
   horns go limp, no jump); fresh commands ramp on from wherever that ramp got to. Deactivation
   ramps to the safe pose the same way (the node finishes the ramp before it releases the port).
 - Frames to the board are capped at ``1/min_frame_interval_s`` a second on average (a token
@@ -296,7 +297,7 @@ class DriverCore:
             dt = 0.0 if self._drive_t is None else now - self._drive_t
             before, before_t = self.limiter.value.copy(), self._drive_t
             self._drive_t = now
-            pulses = round_us(self.limiter.step(goal, dt))
+            pulses = round_us(self.limiter.step(goal, dt, self.config.safe_rates_us() if self.going_safe else None))
             if pulses != self.last_sent:
                 if self._tokens_now(now) >= (1.0 if urgent else BURST) - 1e-9:
                     self.last_sent = pulses

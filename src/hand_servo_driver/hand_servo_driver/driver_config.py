@@ -24,6 +24,10 @@ from hand_servo_driver.calibration import (
 SAFE_MODES = ("pose", "detach")
 #: The safe pose is on the open side whatever a parameter says: ``safe_flexion`` above this is refused.
 SAFE_FLEXION_MAX = 0.3
+#: An SG90's no-load horn speed (°/s, 0.1 s/60° at 4.8 V): the fastest the ramp to the safe pose may
+#: go. Pulses moving faster than the horn can follow are a jump in disguise (the horn slams at full
+#: torque behind them), so ``safe_speed_dps`` is bounded by it.
+SG90_HORN_DPS = 600.0
 
 
 class DriverConfigError(ValueError):
@@ -57,7 +61,9 @@ class DriverConfig:
     (SAFE frame: the board stops the pulses). ack_timeout_s: a frame not acknowledged within this
     is counted lost. max_step_s: the longest time step the rate limiter honours.
     min_frame_interval_s: the frame cap (1/rate_hz; 0 = none). safe_flexion: at most
-    :data:`SAFE_FLEXION_MAX` (the open side).
+    :data:`SAFE_FLEXION_MAX` (the open side). safe_speed_dps: the speed of a ramp to the safe
+    pose (°/s of horn, at most :data:`SG90_HORN_DPS`); a servo whose ``max_speed_dps`` is higher
+    ramps to it at that instead (never slower than it tracks).
     """
 
     servos: tuple[ServoSettings, ...]
@@ -69,6 +75,7 @@ class DriverConfig:
     ack_timeout_s: float = 0.5
     max_step_s: float = 0.1
     min_frame_interval_s: float = 0.0
+    safe_speed_dps: float = SG90_HORN_DPS
 
     def __post_init__(self) -> None:
         if not self.servos:
@@ -87,6 +94,9 @@ class DriverConfig:
         if not (math.isfinite(self.safe_flexion) and 0.0 <= self.safe_flexion <= SAFE_FLEXION_MAX):
             raise DriverConfigError(f"safe_flexion {self.safe_flexion} outside [0, {SAFE_FLEXION_MAX}]: the safe pose "
                                     "stays on the open side")
+        if not (math.isfinite(self.safe_speed_dps) and 0.0 < self.safe_speed_dps <= SG90_HORN_DPS):
+            raise DriverConfigError(f"safe_speed_dps must be in (0, {SG90_HORN_DPS:g}] (an SG90 horn's speed: faster "
+                                    f"pulses are a jump), got {self.safe_speed_dps}")
         if not (math.isfinite(self.min_frame_interval_s) and self.min_frame_interval_s >= 0):
             raise DriverConfigError(f"min_frame_interval_s must be >= 0, got {self.min_frame_interval_s}")
 
@@ -109,6 +119,11 @@ class DriverConfig:
     def rates_us(self) -> np.ndarray:
         return np.array([s.max_speed_dps * self.us_per_degree for s in self.servos])
 
+    def safe_rates_us(self) -> np.ndarray:
+        """Each servo's rate (µs/s) on a ramp to the safe pose: ``safe_speed_dps``, or its own
+        ``max_speed_dps`` if higher."""
+        return np.maximum(self.rates_us(), self.safe_speed_dps * self.us_per_degree)
+
     def deadbands_us(self) -> np.ndarray:
         return np.array([s.deadband_deg * self.us_per_degree for s in self.servos])
 
@@ -130,7 +145,8 @@ def safety_problems(old: DriverConfig, new: DriverConfig) -> list[str]:
     pulse (at ``safe_flexion``) moved away from its open end (its pulse at flexion 0 under the
     *old* calibration: so neither ``safe_flexion`` nor a calibration change — ``min_pulse_us``,
     ``inverted``, the map — can move the safe pose toward a fist); a servo's rate limit in µs/s
-    raised (``max_speed_dps``, ``us_per_degree``); a :data:`LOWER_IS_SAFER` timing raised.
+    raised (``max_speed_dps``, ``us_per_degree``, or the safe ramp's ``safe_speed_dps``); a
+    :data:`LOWER_IS_SAFER` timing raised.
     Returns one reason per problem, each naming the parameter(s) (empty: acceptable). Servo sets
     must match (they change only at configure)."""
     problems: list[str] = []
@@ -147,6 +163,10 @@ def safety_problems(old: DriverConfig, new: DriverConfig) -> list[str]:
         if new_rates[i] > old_rates[i] + 1e-9:
             problems.append(f"{name}: the rate limit would rise from {old_rates[i]:.0f} to {new_rates[i]:.0f} µs/s "
                             f"({name}.max_speed_dps {so.max_speed_dps:g} -> {sn.max_speed_dps:g}, us_per_degree)")
+        elif new.safe_rates_us()[i] > old.safe_rates_us()[i] + 1e-9:
+            problems.append(f"{name}: the safe ramp's rate would rise from {old.safe_rates_us()[i]:.0f} to "
+                            f"{new.safe_rates_us()[i]:.0f} µs/s (safe_speed_dps {old.safe_speed_dps:g} -> "
+                            f"{new.safe_speed_dps:g}, us_per_degree)")
     for name in LOWER_IS_SAFER:
         a, b = getattr(old, name), getattr(new, name)
         if b > a:

@@ -59,6 +59,9 @@ LOSS_MIN_FRAMES = 20
 #: The longest a cleanup/shutdown/error transition ramps to the safe pose before it sends the
 #: safe frame at once (s); the default rate limit covers the SG90's whole range in 0.6 s.
 SAFE_RAMP_LIMIT_S = 1.5
+#: The stale deadline timer fires this long after ``command_timeout_s`` (s): past the core's strict
+#: ``age > command_timeout_s`` whatever the difference between the timer's clock and the monotonic one.
+DEADLINE_MARGIN_S = 0.0005
 
 
 class ServoDriverNode(SafeLifecycleNode):
@@ -79,6 +82,7 @@ class ServoDriverNode(SafeLifecycleNode):
         self._pending_config = None
         self._sub = None
         self._timer = None
+        self._deadline_timer = None
         self._diag_timer = None
         self._diag_pub = None
         self._ignored = 0
@@ -181,6 +185,9 @@ class ServoDriverNode(SafeLifecycleNode):
         self._sub = self.create_subscription(JointState, contract.TOPIC_TARGET_FLEXIONS, self._on_command,
                                              contract.qos(contract.COMMAND))
         self._timer = self.create_timer(1.0 / settings.rate_hz, self._tick)
+        # the stale check at the deadline itself, not at the next control tick: restarted by every
+        # command followed, it fires command_timeout_s after the last one (and then every as long)
+        self._deadline_timer = self.create_timer(cfg.command_timeout_s + DEADLINE_MARGIN_S, self._tick)
         self._diag_timer = self.create_timer(settings.diagnostics_period_s, self._publish_diagnostics)
         self.get_logger().info(
             "configured: " + ", ".join(f"{s.calibration.name}→ch{s.calibration.channel} "
@@ -264,7 +271,7 @@ class ServoDriverNode(SafeLifecycleNode):
     def _release(self) -> None:
         """The release hook (cleanup, shutdown, error): timers, subscription, /diagnostics, the port."""
         self._finish_safe_ramp("release")
-        for timer in (self._timer, self._diag_timer):
+        for timer in (self._timer, self._deadline_timer, self._diag_timer):
             if timer is not None:
                 self.destroy_timer(timer)
         if self._sub is not None:
@@ -273,7 +280,7 @@ class ServoDriverNode(SafeLifecycleNode):
             self.destroy_publisher(self._diag_pub)
         if self._link is not None:
             self._link.close()
-        self._timer = self._diag_timer = self._sub = self._diag_pub = None
+        self._timer = self._deadline_timer = self._diag_timer = self._sub = self._diag_pub = None
         self._link = None
         self._core = None
 
@@ -295,8 +302,11 @@ class ServoDriverNode(SafeLifecycleNode):
         # an unstamped message (stamp 0) is judged by its arrival alone
         stamp = (msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9) or None
         arrival = self.get_clock().now().nanoseconds * 1e-9
-        if core.command(flexions, now, stamp, arrival) and self._can_send():
-            self._write(core.step(now, urgent=True))  # at once: the wire follows the command, not the tick
+        if core.command(flexions, now, stamp, arrival):
+            if self._deadline_timer is not None:
+                self._deadline_timer.reset()
+            if self._can_send():
+                self._write(core.step(now, urgent=True))  # at once: the wire follows the command, not the tick
 
     def _now_ms(self, now: float) -> int:
         return int((now - self._t0) * 1000.0) & 0xFFFFFFFF
@@ -312,6 +322,8 @@ class ServoDriverNode(SafeLifecycleNode):
                 core.update_config(cfg)
             except DriverConfigError as exc:
                 self.get_logger().info(f"kept the running servo set: {exc}")
+            if self._deadline_timer is not None:
+                self._deadline_timer.timer_period_ns = int((core.config.command_timeout_s + DEADLINE_MARGIN_S) * 1e9)
         link = self._link
         if link is not None:
             if link.maybe_reconnect(now):

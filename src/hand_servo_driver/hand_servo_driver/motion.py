@@ -40,11 +40,12 @@ class RateLimiter:
             raise ValueError(f"rates must be {self.rates.shape[0]} positive values, got {list(rates)}")
         self.rates = r
 
-    def step(self, target: Sequence[float], dt: float) -> np.ndarray:
-        """Advance by ``dt`` seconds toward ``target``; returns (a copy of) the new output."""
+    def step(self, target: Sequence[float], dt: float, rates: np.ndarray | None = None) -> np.ndarray:
+        """Advance by ``dt`` seconds toward ``target`` at ``rates`` (default: :attr:`rates`; one
+        per channel, > 0); returns (a copy of) the new output."""
         dt = min(max(float(dt), 0.0), self.max_dt)
         t = np.asarray(target, dtype=float)
-        lim = self.rates * dt
+        lim = (self.rates if rates is None else np.asarray(rates, dtype=float)) * dt
         self.value = self.value + np.clip(t - self.value, -lim, lim)
         return self.value.copy()
 

@@ -24,7 +24,13 @@ from hand_servo_driver.calibration import (
     CalibrationError,
     ServoCalibration,
 )
-from hand_servo_driver.driver_config import SAFE_FLEXION_MAX, DriverConfig, DriverConfigError, ServoSettings
+from hand_servo_driver.driver_config import (
+    SAFE_FLEXION_MAX,
+    SG90_HORN_DPS,
+    DriverConfig,
+    DriverConfigError,
+    ServoSettings,
+)
 
 GLOBAL_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("port", "/dev/ttyACM0", "Serial device of the board (a pty link for sim_board). Applies at configure."),
@@ -56,6 +62,10 @@ GLOBAL_PARAMS: tuple[ParamSpec, ...] = (
               "(the board stops the pulses; SG90s go limp).", live=True),
     ParamSpec("safe_flexion", 0.0, "Flexion of the safe pose (0 = open hand, tendons slack); at most "
               f"{SAFE_FLEXION_MAX} (the open side, whatever is asked).", (0.0, SAFE_FLEXION_MAX), live=True),
+    ParamSpec("safe_speed_dps", SG90_HORN_DPS, "Speed of a ramp to the safe pose (degrees/s of horn): faster "
+              "than tracking so the hand opens soon after the commands stop (the ramp is part of 'safe within "
+              "0.2 s'), at most an SG90 horn's own speed (faster pulses would be a jump); a servo with a higher "
+              "max_speed_dps ramps at that.", (1.0, SG90_HORN_DPS), live=True),
     ParamSpec("us_per_degree", SG90_US_PER_DEGREE, "Pulse µs per degree of horn travel (SG90: 2000 µs / 180°), "
               "converts max_speed_dps and deadband_deg.", (1.0, 50.0), live=True),
     ParamSpec("dry_run", False, "No port: log the pulses that would be sent. Applies at configure."),
@@ -180,7 +190,8 @@ def build_config(values: Mapping[str, Any], board_channels: int | None = None,
         servos=tuple(servos), us_per_degree=float(v["us_per_degree"]), command_timeout_s=float(v["command_timeout_s"]),
         heartbeat_period_s=float(v["heartbeat_period_s"]), safe_mode=str(v["safe_mode"]),
         safe_flexion=float(v["safe_flexion"]), ack_timeout_s=float(v["ack_timeout_s"]),
-        max_step_s=float(v["max_step_s"]), min_frame_interval_s=1.0 / float(v["rate_hz"]))
+        max_step_s=float(v["max_step_s"]), min_frame_interval_s=1.0 / float(v["rate_hz"]),
+        safe_speed_dps=float(v["safe_speed_dps"]))
     problems = cross_parameter_problems(v, board_channels, board_watchdog_s)
     if problems:
         raise DriverConfigError("; ".join(problems))

@@ -56,3 +56,25 @@ def test_the_campaign_foreign_set_is_refused_through_the_parameter_table():
     new, _ = build_config({"command_timeout_s": 60.0, **{f"{f}.max_speed_dps": 5000.0 for f in FINGER_NAMES}})
     assert len(safety_problems(old, new)) == 6
     assert all(p == 1000 for p in old.safe_pulses())
+
+
+def test_the_safe_ramp_speed_is_bounded_by_the_horn_and_only_lowered_while_driven():
+    """safe_speed_dps: the ramp to the safe pose at most an SG90 horn's 600 °/s (faster pulses are a
+    jump the horn slams behind), never slower than a servo tracks; raising it while driven refused."""
+    import pytest
+
+    from hand_servo_driver.driver_config import SG90_HORN_DPS, DriverConfigError
+
+    cfg = config()
+    assert cfg.safe_speed_dps == SG90_HORN_DPS == 600.0
+    assert cfg.safe_rates_us().tolist() == pytest.approx([600.0 * cfg.us_per_degree] * 5)  # 6667 µs/s
+    assert config(speed=900.0).safe_rates_us()[0] == pytest.approx(900.0 * cfg.us_per_degree)  # never slower
+    for bad in (0.0, 601.0, float("nan")):
+        with pytest.raises(DriverConfigError, match="safe_speed_dps"):
+            config(safe_speed_dps=bad)
+    assert safety_problems(config(safe_speed_dps=400.0), config(safe_speed_dps=300.0)) == []
+    problems = safety_problems(config(safe_speed_dps=300.0), config(safe_speed_dps=600.0))
+    assert len(problems) == 5 and problems[0] == ("thumb: the safe ramp's rate would rise from 3333 to 6667 µs/s "
+                                                  "(safe_speed_dps 300 -> 600, us_per_degree)")
+    with pytest.raises(DriverConfigError, match="safe_speed_dps"):
+        build_config({"safe_speed_dps": 700.0})
