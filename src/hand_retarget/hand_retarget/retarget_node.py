@@ -6,10 +6,13 @@ refused it (``accepted`` false with a ``rejection`` other than ``not_followed``:
 holds) — is preprocessed (palm frame, chirality,
 bone-length calibration, rejection of collapsed skeletons), retargeted with dex-retargeting
 (DexPilot or vector, ``method``) onto hand_description's dexterous URDF, and becomes the safety
-filter's target. A timer at ``command_rate`` runs the safety filter (joint limits, step,
-velocity and acceleration caps, finger-crossing clamp) and publishes
-``/dex_hand/joint_commands`` (sensor_msgs/JointState, URDF names, rad). Without an accepted frame
-for ``target_timeout`` the target becomes the open pose (reached within the same caps).
+filter's target. The safety filter (joint limits, step, velocity and acceleration caps,
+finger-crossing clamp) steps, and ``/dex_hand/joint_commands`` (sensor_msgs/JointState, URDF names,
+rad) is published, as soon as a new target arrives (the command follows the camera, not the
+tick) and on a timer at ``command_rate`` between them; each step integrates the time elapsed
+since the previous one (at most one period). A command is stamped with the capture time of the
+landmarks its target came from (now, once it holds the open pose). Without an accepted frame for
+``target_timeout`` the target becomes the open pose (reached within the same caps).
 
 Kapandji scores (sensor_msgs/JointState, see :mod:`hand_retarget.topics`):
 ``/dex_hand/kapandji/human`` for every accepted frame (the operator's own geometry) and
@@ -76,6 +79,8 @@ class RetargetNode(SafeLifecycleNode):
         self._timers: list = []
         self._target: np.ndarray | None = None
         self._target_time = -math.inf
+        self._target_stamp = None  # capture stamp (builtin_interfaces/Time) of the target's landmarks
+        self._last_step: float | None = None  # monotonic time of the last safety-filter step
         self._frames = self._misses = 0
         self._last_miss = ""
         self._retarget_ms: deque[float] = deque(maxlen=300)
@@ -201,8 +206,10 @@ class RetargetNode(SafeLifecycleNode):
             return
         self._target = res.target
         self._target_time = time.monotonic()
+        self._target_stamp = hand.header.stamp if stamp_seconds(hand.header.stamp) else msg.header.stamp
         self._retarget_ms.append(res.retarget_ms)
         self._publish_score(self.pub_human, res.human, hand.header.stamp)
+        self._command()  # at once: the command follows the camera, not the tick
 
     def _on_measured(self, msg: JointState) -> None:
         if self.pipeline is None:
@@ -227,13 +234,22 @@ class RetargetNode(SafeLifecycleNode):
 
     # --- output ----------------------------------------------------------------------------------
     def _on_tick(self) -> None:
+        self._command()
+
+    def _command(self) -> None:
+        """One safety-filter step over the time since the last one (at most one period) and its
+        command, stamped with the target's capture time (now when holding the open pose)."""
         if self.pipeline is None:
             return
-        fresh = time.monotonic() - self._target_time <= float(self._param("target_timeout"))
+        now = time.monotonic()
+        dt = self._dt if self._last_step is None else min(self._dt, max(now - self._last_step, 1e-4))
+        self._last_step = now
+        fresh = now - self._target_time <= float(self._param("target_timeout"))
         target = self._target if fresh else self.pipeline.rest
-        q = self.pipeline.tick(target, self._dt)
+        q = self.pipeline.tick(target, dt)
         js = JointState()
-        js.header.stamp = self.get_clock().now().to_msg()
+        js.header.stamp = (self._target_stamp if fresh and self._target_stamp is not None
+                           else self.get_clock().now().to_msg())
         js.name = list(self.pipeline.joint_names)
         js.position = q.tolist()
         js.velocity = self.pipeline.filter.v.tolist()

@@ -12,7 +12,9 @@ RETARGET_NODE = "dex_retarget"
 DEX_TWIN_NODE = "dex_twin"
 
 #: sensor_msgs/JointState: the dexterous hand's 20 URDF joint names, position = command (rad),
-#: velocity = the safety filter's commanded velocity (rad/s). Stamped when the command is made.
+#: velocity = the safety filter's commanded velocity (rad/s). Stamped with the capture time of the
+#: landmarks its target came from (now while it holds the open pose); published when a target
+#: arrives and at command_rate between targets.
 TOPIC_JOINT_COMMANDS = "/dex_hand/joint_commands"
 #: sensor_msgs/JointState, names :data:`KAPANDJI_NAMES`: position[0] = Kapandji score 0-10 (-1 =
 #: unusable), position[k] = thumb tip - site k in-plane distance in palm widths. Human: stamped with
