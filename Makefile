@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VIDEO ?= ../shared/media/human_hand_video.mp4
 OUT ?= out
 
-.PHONY: all bootstrap demo arm-demo dex-demo dex-acceptance test lint clean
+.PHONY: all bootstrap demo arm-demo dex-demo dex-acceptance bench test lint clean
 
 all: test
 
@@ -34,6 +34,12 @@ dex-demo: bootstrap
 # derive_joint_map on the same URDFs + LEAP with a wrist; landmarks cached in out/landmarks_mc1.npz
 dex-acceptance: bootstrap
 	@. tools/env.sh && $(PRIVATE_DOMAIN) && python -m hand_bringup.dex_acceptance --video "$(VIDEO)" --landmarks "$(OUT)/landmarks_mc1.npz"
+
+# issue 26's benchmark: hand_bringup.bench_pipeline's scenarios one after the other on the shared video
+# (alone, full, burner, fps60, fps60_mc0, sg90, two_hands, dex, arm; ~8 min on 2 cores), the report
+# with the load average and ratios; figures also in $(OUT)/bench.json. Prints figures, asserts nothing.
+bench: bootstrap
+	@mkdir -p "$(OUT)" && . tools/env.sh && $(PRIVATE_DOMAIN) && python -m hand_bringup.bench_pipeline --video "$(VIDEO)" --json "$(OUT)/bench.json"
 
 lint: bootstrap
 	@. tools/env.sh && ruff check src tools conftest.py

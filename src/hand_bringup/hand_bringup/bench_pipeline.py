@@ -1,30 +1,39 @@
 """Benchmark of the real-time hot path (prints figures, asserts nothing; not a test).
 
-In one run, on the shared video paced at 30 fps like a camera, three scenarios one after the other:
+In one run (``make bench``), on the shared video paced like a camera, scenarios one after the other
+(:data:`SCENARIOS`; ``--scenarios`` picks some):
 
-(a) ``alone``:  the tracker alone;
-(b) ``full``:   the demo graph as ``make demo`` runs it: tracker, twin, joint mapper, servo driver
-                + simulated board, the runner's recorder (bag), live calibration, and the demo
-                video composed after the run (its seconds are reported apart);
-(c) ``burner``: (b) plus one CPU-burner process (a busy Python loop) that the benchmark starts
-                before and stops after the scenario;
-(d) ``console``: (b) plus the operator console (hand_console, ``runner --console``) with a
-                headless chromium showing its page for the whole run (the console draws only
-                while a browser looks); its figures are compared with (b)'s: tracker fps ratio,
-                capture → flexion p95 difference, the console's and the browser's CPU seconds.
+- ``alone``:  the tracker alone (30 fps);
+- ``full``:   the demo graph as ``make demo`` runs it: tracker, twin, joint mapper, servo driver +
+  simulated board, the runner's recorder (bag), live calibration, and the demo video composed
+  after the run (its seconds are reported apart);
+- ``burner``: ``full`` plus one CPU-burner process (a busy Python loop) for the scenario;
+- ``fps60`` / ``fps60_mc0``: ``full`` with the video at ``playback_rate`` 2.0 (a 60 fps camera),
+  MediaPipe model_complexity 1 / 0 (no demo video after it);
+- ``sg90``: ``full`` with the servo driver's ``max_speed_dps`` at the SG90's own 600 °/s (default
+  300): what the default rate limit costs in capture → horn at target;
+- ``two_hands``: the ``two_hands`` profile (tracker ``hands: two`` + two-hand twin) on the shared
+  video beside its mirrored copy (2560x720, the layout of hand_tracking's test clip), 30 fps;
+- ``dex``:    the ``dex`` profile (DexPilot retargeting onto dex_hand + its MuJoCo twin);
+- ``arm``:    the ``arm`` profile (gesture teleoperation of the SO-101, twin, dry-run driver);
+- ``console`` (not in ``make bench``): ``full`` plus the operator console with a headless chromium
+  on its page; compared with ``full`` (issue 23).
 
-Per scenario: tracker frames/s, frames processed / dropped, capture → ``/hand/target_flexions``
-p50/p95/max as a keep-last-1 subscriber receives it (what an actuator sees), its p95 over the first
-and the second half of the run (growth), inference p95 (the tracker's diagnostics), capture → servo
-frame on the wire p95 (see :func:`wire_latencies`), twin real-time factor, CPU seconds per process,
-safe-pose trips; then the ratios against (a). ``--no-nice`` starts every node at nice 0 (the
-A/B of :attr:`hand_bringup.bringup.NodeSpec.nice`). ``--drop-late``: the tracker drops late
-frames like a live camera (always the newest frame) instead of keeping every frame. ``--live-render`` makes the twin render (30 Hz,
-frames to files) during (b) and (c), as the demo did before the rendering moved after the run.
+Per scenario: tracker frames/s, processed / dropped, capture → ``/hand/target_flexions`` p50/p95/max
+as a keep-last-1 subscriber receives it (what an actuator sees; two hands: both sides), its p95 over
+the two halves of the run, inference p95 (the tracker's diagnostics); the servo driver's capture →
+frame on the wire p50/p95 (its own figure per followed command: ``capture_to_wire_ms_*``), frames
+at the board (most in any 10 ms, mean rate; the 115200 baud link's budget is printed), capture →
+horn at target for the shared video's fist closures (:mod:`hand_bringup.bench_servo`); ``dex`` /
+``arm``: capture → ``/dex_hand/joint_commands`` / ``/arm/joint_commands`` p95 at a keep-last-1
+subscriber (the first message of each capture stamp); twins' real-time factor; CPU seconds per
+process; safe-pose trips. Then the ratios: fps to ``alone`` and to the camera rate, p95 − inference.
 
-  python -m hand_bringup.bench_pipeline [--video V] [--quick] [--live-render] [--json out.json]
+  python -m hand_bringup.bench_pipeline [--scenarios a,b] [--video V] [--quick] [--json out.json]
 
-The machine's load average is printed before and after: figures on a shared machine are noisy.
+``--no-nice``: every node at nice 0 (A/B of NodeSpec.nice); ``--drop-late``: the tracker drops late
+frames like a live camera; ``--live-render``: the twin renders during the run. The machine's load
+average is printed before and after: figures on a shared machine are noisy.
 """
 
 from __future__ import annotations
@@ -42,13 +51,55 @@ from typing import Any
 
 import numpy as np
 
-from hand_bringup.bringup import CONSOLE
+from hand_bringup import bench_servo
+from hand_bringup.bringup import ARM_TWIN, CONSOLE, DEX_TWIN, SERVO_DRIVER, TRACKER, TWIN
 from hand_common.stats import percentiles_ms, rate_hz
 
 #: The scenario that adds the operator console (and a headless browser) to ``full``.
 CONSOLE_SCENARIO = "console"
-SCENARIOS = ("alone", "full", "burner", CONSOLE_SCENARIO)
 BURNER_CODE = "while True:\n    pass\n"
+#: The SG90's own speed (°/s), for the ``sg90`` scenario's driver rate limit.
+SG90_DPS = 600.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    """One benchmark scenario: a bringup profile and what it changes (see the module docstring)."""
+
+    name: str
+    profile: str = "demo"
+    tracker_only: bool = False
+    playback_rate: float = 1.0
+    model_complexity: int | None = None  # None: the tracker's YAML (1)
+    burner: bool = False
+    console: bool = False
+    two_hand_clip: bool = False
+    servo_speed_dps: float | None = None  # every finger's max_speed_dps (None: the YAML's 300)
+    demo_outputs: bool = False  # compose the demo video after the run (full, burner)
+    latency_topic: str | None = None  # a command topic stamped with capture times, probed keep-last-1
+
+
+def _scenarios() -> dict[str, Scenario]:
+    from arm_teleop import topics as arm_topics
+    from hand_retarget.topics import TOPIC_JOINT_COMMANDS
+
+    return {s.name: s for s in (
+        Scenario("alone", tracker_only=True),
+        Scenario("full", demo_outputs=True),
+        Scenario("burner", burner=True, demo_outputs=True),
+        Scenario("fps60", playback_rate=2.0, model_complexity=1),
+        Scenario("fps60_mc0", playback_rate=2.0, model_complexity=0),
+        Scenario("sg90", servo_speed_dps=SG90_DPS),
+        Scenario("two_hands", profile="two_hands", two_hand_clip=True),
+        Scenario("dex", profile="dex", latency_topic=TOPIC_JOINT_COMMANDS),
+        Scenario("arm", profile="arm", latency_topic=arm_topics.JOINT_COMMANDS),
+        Scenario(CONSOLE_SCENARIO, console=True),
+    )}
+
+
+#: Scenario names; ``make bench`` runs :data:`BENCH_SCENARIOS` (all but the console's browser).
+SCENARIOS = ("alone", "full", "burner", "fps60", "fps60_mc0", "sg90", "two_hands", "dex", "arm", CONSOLE_SCENARIO)
+BENCH_SCENARIOS = tuple(s for s in SCENARIOS if s != CONSOLE_SCENARIO)
 
 
 def make_clip(video: str, frames: int, path: str) -> str:
@@ -72,26 +123,54 @@ def make_clip(video: str, frames: int, path: str) -> str:
     return path
 
 
-def wire_latencies(board_log: pathlib.Path, capture_stamps: list[float]) -> list[float]:
-    """capture → servo frame on the wire (s), per SET_PULSES frame the simulated board accepted:
-    its arrival wall time minus the newest capture stamp at or before it. The frame carries no
-    stamp, so this is a LOWER bound (a frame computed from an older capture counts as newer)."""
-    if not board_log.exists() or not capture_stamps:
-        return []
-    caps = np.sort(np.asarray(capture_stamps))
-    out = []
-    with open(board_log) as f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if rec.get("event") != "frame" or rec.get("msg") != "set_pulses":
-                continue
-            k = int(np.searchsorted(caps, rec["t"], side="right")) - 1
-            if k >= 0 and rec["t"] - caps[k] < 2.0:
-                out.append(rec["t"] - caps[k])
-    return out
+def make_two_hand_clip(video: str, path: str, offset: int = 310) -> str:
+    """The shared video beside its mirrored copy played ``offset`` frames ahead (wrapping): a
+    physical right hand on the image's left, a left hand on its right, doing different things at
+    the same time (the layout of hand_tracking's test/two_hand_clip.py). Returns ``path``."""
+    import cv2
+
+    cap = cv2.VideoCapture(video)
+    fps = cap.get(cv2.CAP_PROP_FPS) or 30.0
+    frames = []
+    while True:
+        ok, frame = cap.read()
+        if not ok:
+            break
+        frames.append(frame)
+    cap.release()
+    if not frames:
+        raise ValueError(f"no frame in {video}")
+    h, w = frames[0].shape[:2]
+    writer = cv2.VideoWriter(path, cv2.VideoWriter_fourcc(*"mp4v"), fps, (2 * w, h))
+    for k, frame in enumerate(frames):
+        writer.write(np.hstack([frame, cv2.flip(frames[(k + offset) % len(frames)], 1)]))
+    writer.release()
+    return path
+
+
+class CommandProbe:
+    """Capture → a command topic at a keep-last-1 subscriber (contract.LATEST, as an actuator
+    subscribes): the first message of each capture stamp counts (a tick repeating a command
+    carries its stamp again and would only add the time it waited); messages stamped with
+    anything but a frame's capture time (a hold or rest pose stamped when made) do not."""
+
+    def __init__(self, node, topic: str):
+        from sensor_msgs.msg import JointState
+
+        from hand_common import contract
+
+        self.messages = 0
+        self._first: dict[int, float] = {}  # stamp ns -> wall time of its first message
+        node.create_subscription(JointState, topic, self._on_msg, contract.qos(contract.LATEST))
+
+    def _on_msg(self, msg) -> None:
+        self.messages += 1
+        stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+        self._first.setdefault(stamp, time.time())
+
+    def latencies(self, capture_stamps_ns: set[int]) -> list[float]:
+        """Seconds from capture to the first message of each capture stamp in ``capture_stamps_ns``."""
+        return [t - s * 1e-9 for s, t in self._first.items() if s in capture_stamps_ns]
 
 
 def _browser_cpu_seconds() -> float:
@@ -114,54 +193,96 @@ def _p95(values: list[float]) -> float | None:
     return percentiles_ms(values).get("p95") if values else None
 
 
-def run_scenario(name: str, video: str, n_frames: int, out: pathlib.Path, live_render: bool,
+def _servo_pulses_of(flexions: dict[int, list[float]], speed_dps: float | None):
+    """(stamp ns → the driver's target pulses, channels, tolerance µs) from the servo driver's
+    parameters (its defaults = config/servo_driver.yaml): the same mapping the driver applies."""
+    from hand_common.contract import FINGER_NAMES
+    from hand_servo_driver.horn import SG90_DEADBAND_US
+    from hand_servo_driver.parameters import build_config
+
+    values: dict[str, Any] = {"port": "bench"}
+    if speed_dps is not None:
+        values.update({f"{f}.max_speed_dps": speed_dps for f in FINGER_NAMES})
+    cfg, _ = build_config(values)
+    tol = float(np.max(cfg.deadbands_us())) + SG90_DEADBAND_US  # the driver's deadband + the horn's
+    return (lambda stamp: cfg.pulses(dict(zip(FINGER_NAMES, flexions[stamp])))), cfg.channels, tol
+
+
+def _status(runner, suffix: str) -> dict[str, str]:
+    return next((e for n, e in runner.monitor.diagnostics.items() if n.endswith(suffix)), {})
+
+
+def _num(entry: dict[str, str], key: str) -> float | None:
+    try:
+        return float(entry[key])
+    except (KeyError, ValueError):
+        return None
+
+
+def run_scenario(sc: Scenario, video: str, n_frames: int, out: pathlib.Path, live_render: bool,
                  shared: bool, niced: bool = True, drop_late: bool = False) -> dict[str, Any]:
-    from hand_bringup.bringup import NODES, TRACKER, TWIN
+    from hand_bringup.bringup import NODES, PROFILES
     from hand_bringup.demo import CALIBRATION_SCHEDULE, LiveCalibration, tracker_diagnostics, write_outputs
     from hand_bringup.runner_core import RunConfig, Runner
+    from hand_common.contract import FINGER_NAMES
+    from hand_servo_driver import interface as servo_iface
     from hand_tracking import interface as tracker_iface
 
     out.mkdir(parents=True, exist_ok=True)
-    full = name != "alone"
-    overrides: dict[str, dict[str, Any]] = {
-        TRACKER: {tracker_iface.PARAM_SOURCE: f"video:{video}", tracker_iface.PARAM_REALTIME: True,
-                  tracker_iface.PARAM_DROP_LATE_FRAMES: drop_late}}
-    if full:
+    keys = set(PROFILES[sc.profile])
+    tracker: dict[str, Any] = {tracker_iface.PARAM_SOURCE: f"video:{video}", tracker_iface.PARAM_REALTIME: True,
+                               tracker_iface.PARAM_DROP_LATE_FRAMES: drop_late}
+    if sc.playback_rate != 1.0:
+        tracker["playback_rate"] = sc.playback_rate
+    if sc.model_complexity is not None:
+        tracker["model_complexity"] = sc.model_complexity
+    overrides: dict[str, dict[str, Any]] = {TRACKER: tracker}
+    if TWIN in keys and not sc.tracker_only:
         overrides[TWIN] = ({"render_rate": 30.0, "publish_image": False, "record_dir": str(out / "twin_frames")}
-                             if live_render else {"render_rate": 0.0, "publish_image": False})
-    with_console = name == CONSOLE_SCENARIO
-    if with_console:
+                           if live_render and sc.profile == "demo" else {"render_rate": 0.0, "publish_image": False})
+    if sc.servo_speed_dps is not None:
+        overrides[SERVO_DRIVER] = {f"{f}.max_speed_dps": sc.servo_speed_dps for f in FINGER_NAMES}
+    console_port = None
+    if sc.console:
         import socket
 
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             console_port = sock.getsockname()[1]
         overrides[CONSOLE] = {"port": console_port}
-    cfg = RunConfig(profile="demo", out_dir=out, overrides=overrides, record=full, sim_board=full,
-                    video_frames=n_frames, idle_stop_s=5.0, console=with_console)
+    cfg = RunConfig(profile=sc.profile, out_dir=out, overrides=overrides, record=not sc.tracker_only,
+                    sim_board=SERVO_DRIVER in keys and not sc.tracker_only, video_frames=n_frames, idle_stop_s=5.0,
+                    console=sc.console)
     runner = Runner(cfg)
-    if not full:
+    if sc.tracker_only:
         runner.specs = [NODES[TRACKER]]
     if not niced:  # A/B: every node at the runner's priority, as before NodeSpec.nice
         runner.specs = [dataclasses.replace(spec, nice=0) for spec in runner.specs]
-    calibration = LiveCalibration(CALIBRATION_SCHEDULE if (full and shared) else ())
-    burner = None
-    if name == "burner":
-        burner = subprocess.Popen([sys.executable, "-c", BURNER_CODE], stdin=subprocess.DEVNULL)
-    error = None
-    browser = None
-    browser_cpu = None
+    calibration = LiveCalibration(CALIBRATION_SCHEDULE if (sc.profile == "demo" and not sc.tracker_only and shared)
+                                  else ())
+    arm_sim: list[tuple[float, float]] = []  # (wall s, arm twin sim_time s) when it changed
+
+    def on_tick(r) -> None:
+        calibration.tick(r)
+        sim = _num(_status(r, f"{NODES[ARM_TWIN].name}: twin"), "sim_time")
+        if sim and (not arm_sim or sim != arm_sim[-1][1]):
+            arm_sim.append((time.time(), sim))
+
+    burner = subprocess.Popen([sys.executable, "-c", BURNER_CODE], stdin=subprocess.DEVNULL) if sc.burner else None
+    error = browser = browser_cpu = probe = None
     try:
         runner.start()
         runner.connect()
+        if sc.latency_topic:
+            probe = CommandProbe(runner.probe.node, sc.latency_topic)
         runner.bring_up()
-        if with_console:  # a browser on the page for the whole run (niced as hand_console.browser does)
+        if sc.console:  # a browser on the page for the whole run (niced as hand_console.browser does)
             from hand_console.browser import ConsoleBrowser
 
             browser = ConsoleBrowser(f"http://127.0.0.1:{console_port}", 1000, 760)
             browser.driver.get(browser.url)
-        runner.supervise(on_tick=calibration.tick)
-        time.sleep(0.5)
+        runner.supervise(on_tick=on_tick)
+        time.sleep(1.0)  # the last commands reach the actuators, the horns their targets
     except Exception as exc:  # noqa: BLE001 - reported with the figures
         error = f"{type(exc).__name__}: {exc}"
     finally:
@@ -177,11 +298,12 @@ def run_scenario(name: str, video: str, n_frames: int, out: pathlib.Path, live_r
             burner.kill()
             burner.wait(5)
     post_s = None
-    if full and error is None:
+    if sc.demo_outputs and error is None:
         t0 = time.monotonic()
         write_outputs(runner, calibration, video, n_frames, out, shared)
         post_s = round(time.monotonic() - t0, 1)
     diag = tracker_diagnostics(runner)
+    at_end = runner.monitor.source_status()
     lat = list(runner.monitor.flexion_latency)  # a bounded deque: slices need a list
     half = len(lat) // 2
     cpu = dict(runner.cpu_seconds)
@@ -189,27 +311,43 @@ def run_scenario(name: str, video: str, n_frames: int, out: pathlib.Path, live_r
         cpu["burner"] = round(burner_cpu, 2)
     if browser_cpu is not None:
         cpu["browser"] = round(browser_cpu, 2)
-
-    def num(key: str) -> float | None:
-        try:
-            return float(diag[key])
-        except (KeyError, ValueError):
-            return None
-
-    wire = wire_latencies(out / "servo_board_pulses.jsonl", [f[3] * 1e-9 for f in runner.monitor.frames])
+    servo = next((e for e in runner.monitor.diagnostics.values() if servo_iface.KEY_WIRE_P95 in e), {})
+    board = bench_servo.read_board_frames(out / "servo_board_pulses.jsonl")
+    horn = []
+    if board and shared and not sc.two_hand_clip:
+        pulses_of, channels, tol = _servo_pulses_of(runner.monitor.flexions, sc.servo_speed_dps)
+        fists = bench_servo.fist_commands([(f[0], f[3]) for f in runner.monitor.frames], runner.monitor.flexions)
+        horn = bench_servo.horn_latencies(board, fists, pulses_of, channels, tol)
+    horn_s = [h["latency_s"] for h in horn if h["latency_s"] is not None]
+    twin_rtf = runner.monitor.twin_rtf
+    if DEX_TWIN in keys:
+        twin_rtf = _num(_status(runner, f"{NODES[DEX_TWIN].name}: physics"), "real_time_factor")
+    if ARM_TWIN in keys and len(arm_sim) >= 2:
+        twin_rtf = round((arm_sim[-1][1] - arm_sim[0][1]) / (arm_sim[-1][0] - arm_sim[0][0]), 4)
     return {
-        "scenario": name,
+        "scenario": sc.name,
+        "profile": sc.profile,
+        "camera_fps": 30.0 * sc.playback_rate,
+        "model_complexity": sc.model_complexity,
         "error": error or runner.failure,
         "tracker_fps": rate_hz([f[1] for f in runner.monitor.frames]),
         "frames": n_frames,
         "frames_processed": len(runner.monitor.frames),
-        "frames_dropped": int(num("dropped_frames")) if num("dropped_frames") is not None else None,
+        "frames_dropped": int(_num(at_end, "dropped_frames")) if _num(at_end, "dropped_frames") is not None else None,
         "latency_ms": percentiles_ms(lat),
         "latency_p95_first_half_ms": _p95(lat[:half]),
         "latency_p95_second_half_ms": _p95(lat[half:]),
-        "inference_ms_p95": num("inference_ms_p95_total"),
-        "wire_latency_lower_bound_ms": percentiles_ms(wire) if wire else None,
-        "twin_real_time_factor": runner.monitor.twin_rtf,
+        "inference_ms_p95": _num(diag, "inference_ms_p95_total"),
+        "wire_ms": ({"p50": _num(servo, servo_iface.KEY_WIRE_P50), "p95": _num(servo, servo_iface.KEY_WIRE_P95),
+                     "n": _num(servo, servo_iface.KEY_WIRE_N)} if servo else None),
+        "board_frames": bench_servo.frame_spacing(board) if board else None,
+        "horn_ms": percentiles_ms(horn_s) if horn else None,
+        "horn_missing": sum(h["latency_s"] is None for h in horn),
+        "horn": horn,
+        "command_topic": sc.latency_topic,
+        "command_latency_ms": (percentiles_ms(probe.latencies({f[3] for f in runner.monitor.frames}))
+                               if probe else None),
+        "twin_real_time_factor": twin_rtf,
         "safe_pose_trips": runner.monitor.safe_pose_trips,
         "cpu_seconds": cpu,
         "demo_video_after_run_s": post_s,
@@ -222,35 +360,65 @@ def _fmt(v: Any, unit: str = "") -> str:
     return f"{v:.1f}{unit}" if isinstance(v, float) else f"{v}{unit}"
 
 
+def _diff(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
 def print_report(results: list[dict[str, Any]], load: dict[str, Any]) -> None:
     print(f"\nload average (1, 5, 15 min) before {load['before']}, after {load['after']}; "
           f"{os.cpu_count()} CPUs")
+    budget = bench_servo.link_budget()
+    print(f"servo link budget: a SET_PULSES frame is {budget['frame_bytes']} B = {budget['frame_ms']} ms at "
+          f"{bench_servo.LINK_BAUD} baud 8N1; the driver caps frames at 100/s (one per 10 ms = "
+          f"{budget['frame_ms'] / 10:.0%} of the link)")
     for r in results:
-        lat, wire = r["latency_ms"], r["wire_latency_lower_bound_ms"] or {}
-        print(f"\n({r['scenario']}) tracker {_fmt(r['tracker_fps'])} fps, frames {r['frames_processed']}/{r['frames']}"
-              f" processed, {_fmt(r['frames_dropped'])} dropped" + (f"  ERROR {r['error']}" if r["error"] else ""))
-        print(f"  capture→/hand/target_flexions (keep-last-1): p50 {_fmt(lat.get('p50'))} p95 {_fmt(lat.get('p95'))} "
+        lat = r["latency_ms"]
+        mc = f", model_complexity {r['model_complexity']}" if r["model_complexity"] is not None else ""
+        print(f"\n({r['scenario']}) profile {r['profile']}, camera {r['camera_fps']:g} fps{mc}: tracker "
+              f"{_fmt(r['tracker_fps'])} fps, frames {r['frames_processed']}/{r['frames']} processed, "
+              f"{_fmt(r['frames_dropped'])} dropped" + (f"  ERROR {r['error']}" if r["error"] else ""))
+        print(f"  capture→flexion (keep-last-1): p50 {_fmt(lat.get('p50'))} p95 {_fmt(lat.get('p95'))} "
               f"max {_fmt(lat.get('max'))} ms (n {lat.get('n')}); p95 1st half {_fmt(r['latency_p95_first_half_ms'])}"
               f", 2nd half {_fmt(r['latency_p95_second_half_ms'])} ms; inference p95 {_fmt(r['inference_ms_p95'])} ms")
-        print(f"  capture→servo frame on the wire p95 ≥ {_fmt(wire.get('p95'))} ms (lower bound); twin RTF "
-              f"{_fmt(r['twin_real_time_factor'])}; safe-pose trips {r['safe_pose_trips']}")
-        print(f"  CPU s: {r['cpu_seconds']}" + (f"; demo video after the run {r['demo_video_after_run_s']} s"
-                                                 if r["demo_video_after_run_s"] is not None else ""))
+        if r["wire_ms"]:
+            w, b = r["wire_ms"], r["board_frames"] or {}
+            print(f"  capture→servo frame on the wire (driver): p50 {_fmt(w['p50'])} p95 {_fmt(w['p95'])} ms "
+                  f"(n {_fmt(w['n'])}); p95 − flexion p95 = {_fmt(_diff(w['p95'], lat.get('p95')))} ms; board: "
+                  f"{b.get('frames')} frames, {_fmt(b.get('rate_hz'))}/s, most in any 10 ms {b.get('max_in_window')}, "
+                  f"gaps < 10 ms {_fmt(b.get('closer_share'))}, smallest gap {_fmt(b.get('min_gap_ms'))} ms")
+        if r["horn_ms"]:
+            h = r["horn_ms"]
+            print(f"  capture→horn at target (fist closures, {h['n']} finger arrivals, {r['horn_missing']} never): "
+                  f"median {_fmt(h['p50'])} p95 {_fmt(h['p95'])} max {_fmt(h['max'])} ms")
+        if r["command_latency_ms"]:
+            c = r["command_latency_ms"]
+            print(f"  capture→{r['command_topic']} (keep-last-1, first of each stamp): p50 {_fmt(c['p50'])} "
+                  f"p95 {_fmt(c['p95'])} max {_fmt(c['max'])} ms (n {c['n']}); p95 − inference p95 = "
+                  f"{_fmt(_diff(c['p95'], r['inference_ms_p95']))} ms")
+        print(f"  twin RTF {_fmt(r['twin_real_time_factor'])}; safe-pose trips {r['safe_pose_trips']}; "
+              f"CPU s: {r['cpu_seconds']}" + (f"; demo video after the run {r['demo_video_after_run_s']} s"
+                                              if r["demo_video_after_run_s"] is not None else ""))
     base = next((r for r in results if r["scenario"] == "alone"), None)
-    if base and base["tracker_fps"]:
-        for r in results:
-            if r is base or not r["tracker_fps"]:
-                continue
-            p95, inf = r["latency_ms"].get("p95"), r["inference_ms_p95"]
-            print(f"ratio ({r['scenario']}/alone): fps {r['tracker_fps'] / base['tracker_fps']:.3f}; "
-                  f"p95 − inference p95 = {_fmt(p95 - inf if p95 is not None and inf is not None else None)} ms")
+    print()
+    for r in results:
+        if not r["tracker_fps"]:
+            continue
+        p95 = r["latency_ms"].get("p95")
+        vs_alone = (f"fps/alone {r['tracker_fps'] / base['tracker_fps']:.3f}; "
+                    if base and base["tracker_fps"] and r is not base and r["camera_fps"] == base["camera_fps"] else "")
+        print(f"ratio ({r['scenario']}): {vs_alone}fps/camera {r['tracker_fps'] / r['camera_fps']:.3f}; "
+              f"flexion p95 − inference p95 = {_fmt(_diff(p95, r['inference_ms_p95']))} ms")
+    two = next((r for r in results if r["scenario"] == "two_hands"), None)
+    if two and base and base["inference_ms_p95"] is not None and two["latency_ms"].get("p95") is not None:
+        print(f"two_hands: p95 {_fmt(two['latency_ms']['p95'])} ms vs 2 × single-hand inference p95 + 5 = "
+              f"{2 * base['inference_ms_p95'] + 5:.1f} ms")
     full = next((r for r in results if r["scenario"] == "full"), None)
     con = next((r for r in results if r["scenario"] == CONSOLE_SCENARIO), None)
     if full and con and full["tracker_fps"] and con["tracker_fps"]:
         p_full, p_con = full["latency_ms"].get("p95"), con["latency_ms"].get("p95")
         print(f"console (console/full, issue 23 targets: fps ratio >= 0.98, p95 + <= 2 ms): fps ratio "
               f"{con['tracker_fps'] / full['tracker_fps']:.3f}; capture→flexion p95 "
-              f"{_fmt(p_con - p_full if p_con is not None and p_full is not None else None)} ms; CPU s console "
+              f"{_fmt(_diff(p_con, p_full))} ms; CPU s console "
               f"{con['cpu_seconds'].get(CONSOLE)}, browser {con['cpu_seconds'].get('browser')}")
 
 
@@ -261,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--video", default=None, help="video (default: the shared hand video)")
     ap.add_argument("--quick", action="store_true", help="first 90 frames only (a smoke run)")
     ap.add_argument("--frames", type=int, default=None, help="first N frames only")
-    ap.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma list of {SCENARIOS}")
+    ap.add_argument("--scenarios", default=",".join(BENCH_SCENARIOS), help=f"comma list of {SCENARIOS}")
     ap.add_argument("--live-render", action="store_true", help="the twin renders live (30 Hz, frame files)")
     ap.add_argument("--no-nice", action="store_true", help="start every node at nice 0 (A/B of NodeSpec.nice)")
     ap.add_argument("--drop-late", action="store_true",
@@ -269,6 +437,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="working directory (default: a temporary one)")
     ap.add_argument("--json", default=None, help="also write the figures to this file")
     args = ap.parse_args(argv)
+    names = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    scenarios = _scenarios()
+    for name in names:
+        if name not in scenarios:
+            ap.error(f"unknown scenario '{name}' (choose from {', '.join(SCENARIOS)})")
     video = os.path.abspath(args.video or default_video())
     shared = is_shared_video(video)
     out = pathlib.Path(args.out or tempfile.mkdtemp(prefix="bench_pipeline_")).resolve()
@@ -276,24 +449,26 @@ def main(argv: list[str] | None = None) -> int:
     frames = args.frames or (90 if args.quick else None)
     if frames:
         video = make_clip(video, frames, str(out / "clip.mp4"))
-        shared = False  # the calibration schedule needs the whole shared video
+        shared = False  # the calibration schedule and the fist windows need the whole shared video
     from hand_bringup.runner import _video_frame_count
 
     n = _video_frame_count(video)
     load = {"before": [round(x, 2) for x in os.getloadavg()]}
+    t0 = time.monotonic()
     results = []
-    for name in [s.strip() for s in args.scenarios.split(",") if s.strip()]:
-        if name not in SCENARIOS:
-            ap.error(f"unknown scenario '{name}'")
-        print(f"[bench] scenario {name}: {n} frames of {video}", flush=True)
-        results.append(run_scenario(name, video, n, out / name, args.live_render, shared, not args.no_nice,
+    for name in names:
+        sc = scenarios[name]
+        source = make_two_hand_clip(video, str(out / "two_hand_clip.mp4")) if sc.two_hand_clip else video
+        print(f"[bench] scenario {name}: {n} frames of {source} (load {os.getloadavg()[0]:.2f})", flush=True)
+        results.append(run_scenario(sc, source, n, out / name, args.live_render, shared, not args.no_nice,
                                     args.drop_late))
     load["after"] = [round(x, 2) for x in os.getloadavg()]
     print_report(results, load)
+    print(f"\n[bench] {len(results)} scenarios in {time.monotonic() - t0:.0f} s; figures in {out}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"load_average": load, "live_render": args.live_render, "niced": not args.no_nice, "drop_late": args.drop_late,
-                       "results": results}, f, indent=2)
+            json.dump({"load_average": load, "live_render": args.live_render, "niced": not args.no_nice,
+                       "drop_late": args.drop_late, "results": results}, f, indent=2)
     return 1 if any(r["error"] for r in results) else 0
 
 

@@ -517,8 +517,9 @@ def unexplained_stale(stale: Sequence[float], crossed: Sequence[tuple[float, flo
 def wire_latencies(crossed_stamps: Sequence[float], frames: Sequence[dict[str, Any]], t0: float = 0.0,
                    t1: float = float("inf")) -> list[float]:
     """capture → servo frame on the wire (s) per board frame in [t0, t1] (CLOCK_MONOTONIC): the
-    frame's arrival (wall ``t``) minus the newest capture stamp at or before it (a lower bound, as
-    in :func:`hand_bringup.bench_pipeline.wire_latencies`)."""
+    frame's arrival (wall ``t``) minus the newest capture stamp at or before it (a lower bound: a
+    frame carries no stamp; the servo driver's own per-command figure is ``capture_to_wire_ms_*``
+    in its /diagnostics)."""
     caps = np.sort(np.asarray(crossed_stamps, dtype=float))
     out = []
     for r in frames:

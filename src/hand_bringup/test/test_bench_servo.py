@@ -1,0 +1,65 @@
+"""bench_servo: the board-log figures of the benchmark on synthetic logs with exact answers."""
+
+import pytest
+
+from hand_bringup import bench_servo
+from hand_servo_driver.horn import SG90_SPEED_DPS, US_PER_DEG
+
+SPEED_US_S = SG90_SPEED_DPS * US_PER_DEG  # 6666.7 µs/s
+
+
+def frame(t, outputs, msg="set_pulses"):
+    return {"event": "frame", "msg": msg, "t": t, "mono": t + 1000.0, "outputs": list(outputs)}
+
+
+def test_link_budget_at_115200_baud():
+    b = bench_servo.link_budget(5)
+    assert b["frame_bytes"] == 24  # 5 channels: the servo_driver.yaml comment's 24 B
+    assert b["frame_ms"] == pytest.approx(24 * 10 / 115200 * 1e3, abs=1e-3)  # 2.083 ms
+    assert b["frames_per_10ms_fit"] == pytest.approx(4.8, abs=0.01)
+
+
+def test_frame_spacing_counts_the_most_frames_in_any_10ms():
+    recs = [frame(t, [1500] * 5) for t in (0.0, 0.010, 0.015, 0.0151, 0.040)]
+    recs.append({"event": "horn", "t": 0.02, "mono": 1000.02})  # not a frame
+    s = bench_servo.frame_spacing(recs)
+    assert s["frames"] == 5
+    assert s["max_in_window"] == 3  # 0.010, 0.015, 0.0151
+    assert s["closer_share"] == pytest.approx(0.5)  # 2 of the 4 gaps are < 10 ms
+    assert s["min_gap_ms"] == pytest.approx(0.1, abs=1e-6)
+    assert s["rate_hz"] == pytest.approx(4 / 0.040, abs=0.1)
+
+
+def test_horn_reach_time_is_exact_between_frames():
+    # a horn at 1000 µs is sent to 2000 at t=1: it passes 1500 ± 10 at 1 + 490 / speed
+    recs = [frame(0.0, [1000]), frame(1.0, [2000]), frame(2.0, [2000])]
+    t = bench_servo.horn_reach_time(recs, 0, 1500.0, 10.0, t_from=0.5)
+    assert t == pytest.approx(1.0 + 490.0 / SPEED_US_S, abs=1e-9)
+    # asked from later in the move: where it is then counts
+    t2 = bench_servo.horn_reach_time(recs, 0, 1900.0, 0.0, t_from=1.05)
+    assert t2 == pytest.approx(1.0 + 900.0 / SPEED_US_S, abs=1e-9)
+    # already there
+    assert bench_servo.horn_reach_time(recs, 0, 1000.0, 5.0, t_from=0.2) == pytest.approx(0.2)
+    # the target moves away before the horn gets there: never
+    recs2 = [frame(0.0, [1000]), frame(1.0, [2000]), frame(1.01, [1000]), frame(3.0, [1000])]
+    assert bench_servo.horn_reach_time(recs2, 0, 1500.0, 10.0, t_from=0.5) is None
+
+
+def test_fist_command_is_the_first_frame_at_90_percent_of_the_closure():
+    # mean flexion 0.1 (open) rising by 0.1 a frame to 0.9 at frame 248, then held
+    frames = [(i, 1000 + i) for i in range(240, 300)]
+    flex = {s: [min(0.9, 0.1 + 0.1 * max(0, i - 240))] * 5 for i, s in frames}
+    fists = bench_servo.fist_commands(frames, flex, windows=((240, 300),))
+    # 0.1 + 0.9 x 0.8 = 0.82: frame 248 (0.9) is the first at or above it
+    assert fists == [(248, 1248, 1240)]
+    assert bench_servo.fist_commands(frames, {s: [0.5] * 5 for _, s in frames}, windows=((240, 300),)) == []
+
+
+def test_horn_latencies_per_moving_channel():
+    # capture at 10.0 s of a fist: channel 0 must go 1000 -> 1600 µs, channel 1 stays (not counted)
+    stamp, open_stamp = 10_000_000_000, 9_000_000_000
+    pulses = {open_stamp: [1000.0, 1200.0], stamp: [1600.0, 1250.0]}
+    recs = [frame(9.0, [1000, 1200]), frame(10.02, [1600, 1250]), frame(11.0, [1600, 1250])]
+    out = bench_servo.horn_latencies(recs, [(270, stamp, open_stamp)], pulses.__getitem__, (0, 1), tol_us=16.0)
+    assert [h["channel"] for h in out] == [0]
+    assert out[0]["latency_s"] == pytest.approx(0.02 + (600.0 - 16.0) / SPEED_US_S, abs=1e-9)
