@@ -238,8 +238,8 @@ def run_scenario(sc: Scenario, video: str, n_frames: int, out: pathlib.Path, liv
         tracker["model_complexity"] = sc.model_complexity
     overrides: dict[str, dict[str, Any]] = {TRACKER: tracker}
     if TWIN in keys and not sc.tracker_only:
-        overrides[TWIN] = ({"render_rate": 30.0, "publish_image": False, "record_dir": str(out / "twin_frames")}
-                           if live_render and sc.profile == "demo" else {"render_rate": 0.0, "publish_image": False})
+        overrides[TWIN] = ({"render_rate_hz": 30.0, "publish_image": False, "record_dir": str(out / "twin_frames")}
+                           if live_render and sc.profile == "demo" else {"render_rate_hz": 0.0, "publish_image": False})
     if sc.servo_speed_dps is not None:
         overrides[SERVO_DRIVER] = {f"{f}.max_speed_dps": sc.servo_speed_dps for f in FINGER_NAMES}
     console_port = None

@@ -5,7 +5,7 @@ tracker (video, real-time pacing) → twin (headless, physics only) + joint_mapp
 on the simulated board, all as separate processes (:mod:`hand_bringup.runner`). The twin's video
 is rendered AFTER the run from the recorded ``/hand_twin/joint_states`` (deterministic, zero live
 cost: the hot path camera → landmarks → flexion never competes with rendering); live rendering
-stays available with ``-p twin.render_rate=30 -p twin.publish_image=true`` (a viewer). While it runs,
+stays available with ``-p twin.render_rate_hz=30 -p twin.publish_image=true`` (a viewer). While it runs,
 the demo calibrates the tracker live through its ``~/calibrate`` service: the open hand at frames
 122-140, the fist at 262-272 (facts of the shared video, ../shared/media/README.md; on another
 video there is no schedule and the tracker keeps its configured windows).
@@ -115,7 +115,7 @@ def run_demo(args: argparse.Namespace, out: pathlib.Path, overrides: dict, param
                                               tracker_iface.PARAM_REALTIME: True,
                                               tracker_iface.PARAM_DROP_LATE_FRAMES: False})
     twin = overrides.setdefault(TWIN, {})
-    for k, v in {"render_rate": 0.0, "publish_image": False}.items():  # no live rendering unless asked
+    for k, v in {"render_rate_hz": 0.0, "publish_image": False}.items():  # no live rendering unless asked
         twin.setdefault(k, v)
     cfg = RunConfig(profile="demo", out_dir=out, overrides=overrides, params_files=params_files,
                     record=not args.no_record, sim_board=True, video_frames=n_frames, idle_stop_s=5.0,

@@ -51,7 +51,7 @@ from hand_tracking import interface as tracker_iface
 
 
 def parse_overrides(items: list[str]) -> dict[str, dict[str, Any]]:
-    """``["tracker.mirror=true", "twin.render_rate=15"]`` → ``{"tracker": {"mirror": True}, ...}``.
+    """``["tracker.mirror=true", "twin.render_rate_hz=15"]`` → ``{"tracker": {"mirror": True}, ...}``.
     Values are parsed as YAML scalars or lists; text that YAML reads as a mapping or cannot read
     (``video:/clips/take: 2.mp4``: a ``": "`` inside) stays the text it is (a ROS parameter is never
     a mapping). ValueError names a malformed item."""

@@ -19,7 +19,7 @@ from hand_tracking.tracker_core import DEFAULT_FINGER_CURLED, DEFAULT_FINGER_STR
 
 FRAMES = 621  # ../shared/media/README.md
 #: twin without offscreen rendering: the test measures the pipeline, not the renderer
-QUIET_TWIN = ["-p", "twin.render_rate=0.0", "-p", "twin.publish_image=false"]
+QUIET_TWIN = ["-p", "twin.render_rate_hz=0.0", "-p", "twin.publish_image=false"]
 
 
 def run_runner(args: list[str], out, timeout: float = 240) -> str:

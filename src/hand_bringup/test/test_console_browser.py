@@ -58,7 +58,7 @@ def console_run(tmp_path_factory, video_path):
         # reaches the tracker a second or two after the page showed the fist (0.15 s windows were
         # refused as "looks open" at load 5-9: they ran past the fist's end)
         "-p", "tracker.loop=true", "-p", "tracker.realtime=false", "-p", "tracker.batch_max_rate_hz=4.0",
-        "-p", "console.calibration_duration_s=0.1", "-p", "twin.render_rate=2.0",
+        "-p", "console.calibration_duration_s=0.1", "-p", "twin.render_rate_hz=2.0",
         # the page at 2 renders/s: the browser (software WebGL) keeps up on a loaded machine
         "-p", "console.render_rate_hz=2.0",
         "--console", "--console-port", str(port), log_path=str(out / "runner.log"))

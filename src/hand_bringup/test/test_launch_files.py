@@ -386,7 +386,7 @@ def test_lifecycle_manager_brings_nodes_to_active(tmp_path):
     specs = [bringup.NODES["joint_mapper"], bringup.NODES["twin"]]
     procs = [NodeProcess([bringup.executable_path(s), "--ros-args", "-r", f"__node:={s.name}",
                           "--params-file", bringup.share_file(s.package, s.params_file),
-                          *(["-p", "render_rate:=0.0"] if s.key == "twin" else []),
+                          *(["-p", "render_rate_hz:=0.0"] if s.key == "twin" else []),
                           *(["-p", "description_timeout_s:=0.0"] if s.key == "joint_mapper" else [])],
                          log_path=str(tmp_path / f"{s.key}.log")) for s in specs]
     manager = NodeProcess([os.path.join(get_package_prefix("hand_bringup"), "lib", "hand_bringup",

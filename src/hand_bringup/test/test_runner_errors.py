@@ -28,14 +28,14 @@ def test_unknown_node_key_names_the_profile_nodes(tmp_path, video_path):
 
 def test_misspelt_parameter_is_refused_before_anything_moves(tmp_path, video_path):
     code, out, _ = runner("sim", "--video", str(video_path), "-p", "tracker.index_curled_angel=1.2",
-                          "-p", "twin.render_rate=0.0", "--out", str(tmp_path))
+                          "-p", "twin.render_rate_hz=0.0", "--out", str(tmp_path))
     assert code == 1
     assert "/hand_tracker declares no parameter ['index_curled_angel']" in out
 
 
 def test_a_node_that_dies_at_start_up_is_reported_with_its_reason(tmp_path, video_path):
     code, out, took = runner("sim", "--video", str(video_path), "-p", "tracker.index_curled_angle=9.0",
-                             "-p", "twin.render_rate=0.0", "--out", str(tmp_path))
+                             "-p", "twin.render_rate_hz=0.0", "--out", str(tmp_path))
     assert code == 1
     assert "tracker exited" in out and "index_curled_angle" in out  # the node's own reason, quoted
     assert took < 45  # not the 60 s service timeout

@@ -43,11 +43,11 @@ def recorded(tmp_path_factory, video_path):
     out = tmp_path_factory.mktemp("two_hands_run")
     clip = two_hand_clip(video_path)
     stdout = run_runner(["two_hands", "--video", clip, "-p", "tracker.model_complexity=0",
-                         "-p", "tracker.drop_late_frames=false", "-p", "twin.render_rate=0.0",
+                         "-p", "tracker.drop_late_frames=false", "-p", "twin.render_rate_hz=0.0",
                          # every frame is processed, at this machine's two-hand rate: on a loaded machine
                          # commands come > 0.1 s apart and the twin's watchdog (tested in hand_twin_mujoco)
                          # would open the hands between them; here each hand's following is judged
-                         "-p", "twin.command_timeout=1.0",
+                         "-p", "twin.command_timeout_s=1.0",
                          "-p", "twin.publish_image=false"], out, timeout=RUN_TIMEOUT_S)
     return out / "two_hands_bag", stdout
 

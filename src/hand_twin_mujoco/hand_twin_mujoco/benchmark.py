@@ -77,7 +77,7 @@ def run_node(model: str | None, seconds: float, rate: float, width: int, height:
     from hand_common.testing import NodeProcess, RosProbe, wait_until
 
     tmp = tempfile.mkdtemp(prefix="twin_bench_")
-    params = {"render_rate": rate, "publish_image": True, "image_width": width, "image_height": height}
+    params = {"render_rate_hz": rate, "publish_image": True, "image_width_px": width, "image_height_px": height}
     if model:
         params["model_path"] = model
     cfg = os.path.join(tmp, "params.yaml")

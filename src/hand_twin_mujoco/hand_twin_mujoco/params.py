@@ -32,40 +32,40 @@ PARAMS: tuple[Param, ...] = (
     Param("integrator", "implicitfast",
           "MuJoCo integrator: implicitfast (default: joint damping and actuator kv implicit, stable for "
           "gram-scale fingers), implicit, euler, rk4, or model (keep the MJCF's)", choices=tuple(sorted(INTEGRATORS))),
-    Param("gain_settle_time", 0.10, "target 5 % settling time (s) used to size the flexor kp/kv from the model",
+    Param("gain_settle_time_s", 0.10, "target 5 % settling time (s) used to size the flexor kp/kv from the model",
           range=(0.01, 1.0)),
     Param("gain_damping_ratio", 1.0, "closed-loop damping ratio used to size kv", range=(0.3, 3.0)),
     Param("gain_reach", 0.95, "steady-state fraction of each tendon length target that kp must reach",
           range=(0.5, 0.995)),
-    Param("reference_settle_time", 0.06,
+    Param("reference_settle_time_s", 0.06,
           "s, 5 % settling time of the critically damped 2nd-order filter that turns each flexion command into "
           "a smooth tendon length reference (no whip past joint limits on steps); 0 = raw steps",
           range=(0.0, 0.5), live=True),
-    Param("command_timeout", 0.1,
+    Param("command_timeout_s", 0.1,
           "s without a fresh /hand/target_flexions command before the hand goes to safe_flexions (WARN); "
           "default 3 frame periods at 30 Hz (the tracker publishes every frame, also while it holds a pose): "
           "opening from a fist takes the physics ~95 ms more, so the hand is open 0.2 s after the last command",
           range=(0.02, 60.0), live=True),
     Param("safe_flexions", [0.0] * len(FINGER_NAMES),
           "flexion per finger (thumb index middle ring pinky, 0 open .. 1 closed) of the safe pose used "
-          "before the first command and after command_timeout", live=True, array_type=float),
+          "before the first command and after command_timeout_s", live=True, array_type=float),
     Param("command_deadband", [0.005] * len(FINGER_NAMES),
           "per finger (thumb index middle ring pinky), flexion units in [0, 1): a command within this of the "
           "value last applied to that finger is not re-applied (the applied value is kept; exact 0 and 1 always "
           "pass); 0 = apply every change", live=True, array_type=float),
-    Param("publish_rate", 100.0, "Hz of /hand_twin/joint_states and /hand_twin/tendons", range=(1.0, 500.0),
+    Param("publish_rate_hz", 100.0, "Hz of /hand_twin/joint_states and /hand_twin/tendons", range=(1.0, 500.0),
           live=True),
-    Param("diagnostics_rate", 1.0, "Hz of /diagnostics", range=(0.1, 10.0)),
-    Param("max_lag", 0.25,
+    Param("diagnostics_rate_hz", 1.0, "Hz of /diagnostics", range=(0.1, 10.0)),
+    Param("max_lag_s", 0.25,
           "s of physics lag caught up at most after a stall (then dropped and reported); catching up "
           "0.25 s costs about 3 ms of CPU",
           range=(0.005, 1.0)),
-    Param("render_rate", 30.0,
+    Param("render_rate_hz", 30.0,
           f"Hz of offscreen rendering (image topic and recorded frames), ≤ {MAX_RENDER_RATE:g}; 0 = no renderer",
           range=(0.0, MAX_RENDER_RATE), live=True),
     Param("publish_image", True, "publish rendered frames on /hand_twin/image (sensor_msgs/Image rgb8)"),
-    Param("image_width", 640, "rendered image width (px)", range=(16, 1920)),
-    Param("image_height", 480, "rendered image height (px)", range=(16, 1080)),
+    Param("image_width_px", 640, "rendered image width (px)", range=(16, 1920)),
+    Param("image_height_px", 480, "rendered image height (px)", range=(16, 1080)),
     Param("shadows", False, "render shadows (about 4x slower on software GL)"),
     Param("reflections", False, "render reflections (about 4x slower on software GL)"),
     Param("record_dir", "", "directory for numbered frame files + frames.csv (demo video); empty = off"),
@@ -73,6 +73,18 @@ PARAMS: tuple[Param, ...] = (
     Param("viewer", False, "open MuJoCo's passive viewer (only when DISPLAY is set; headless otherwise)"),
 )
 
+#: Old names (before the unit-suffix rule, issue 25), refused with the new one.
+RENAMED: dict[str, str] = {
+    "gain_settle_time": "gain_settle_time_s",
+    "reference_settle_time": "reference_settle_time_s",
+    "command_timeout": "command_timeout_s",
+    "publish_rate": "publish_rate_hz",
+    "diagnostics_rate": "diagnostics_rate_hz",
+    "max_lag": "max_lag_s",
+    "render_rate": "render_rate_hz",
+    "image_width": "image_width_px",
+    "image_height": "image_height_px",
+}
 PARAM_NAMES = tuple(p.name for p in PARAMS)
 _BY_NAME = {p.name: p for p in PARAMS}
 
@@ -83,20 +95,20 @@ class TwinConfig:
     model_path: str
     camera: str
     integrator: str
-    gain_settle_time: float
+    gain_settle_time_s: float
     gain_damping_ratio: float
     gain_reach: float
-    reference_settle_time: float
-    command_timeout: float
+    reference_settle_time_s: float
+    command_timeout_s: float
     safe_flexions: tuple[float, ...]
     command_deadband: tuple[float, ...]
-    publish_rate: float
-    diagnostics_rate: float
-    max_lag: float
-    render_rate: float
+    publish_rate_hz: float
+    diagnostics_rate_hz: float
+    max_lag_s: float
+    render_rate_hz: float
     publish_image: bool
-    image_width: int
-    image_height: int
+    image_width_px: int
+    image_height_px: int
     shadows: bool
     reflections: bool
     record_dir: str
@@ -106,7 +118,7 @@ class TwinConfig:
     @property
     def renders(self) -> bool:
         """A renderer is needed: a rate and somewhere for the frames to go."""
-        return self.render_rate > 0.0 and (self.publish_image or bool(self.record_dir))
+        return self.render_rate_hz > 0.0 and (self.publish_image or bool(self.record_dir))
 
 
 def check_value(name: str, value: Any) -> str | None:
@@ -139,16 +151,16 @@ def config_from(values: dict[str, Any]) -> TwinConfig:
     kw = {n: values[n] for n in PARAM_NAMES}
     kw["safe_flexions"] = tuple(float(v) for v in values["safe_flexions"])
     kw["command_deadband"] = tuple(float(v) for v in values["command_deadband"])
-    for n in ("gain_settle_time", "gain_damping_ratio", "gain_reach", "reference_settle_time", "command_timeout", "publish_rate",
-              "diagnostics_rate", "max_lag", "render_rate"):
+    for n in ("gain_settle_time_s", "gain_damping_ratio", "gain_reach", "reference_settle_time_s", "command_timeout_s", "publish_rate_hz",
+              "diagnostics_rate_hz", "max_lag_s", "render_rate_hz"):
         kw[n] = float(kw[n])
     return TwinConfig(**kw)
 
 
 def renderer_problem(name: str, value: Any, renderer_exists: bool) -> str | None:
     """Reason to refuse a change of a *configured* node's ``name`` to ``value`` beyond its spec
-    (the base node refuses configure-time parameters while configured): a ``render_rate`` > 0 needs
+    (the base node refuses configure-time parameters while configured): a ``render_rate_hz`` > 0 needs
     a renderer created at configure time."""
-    if name == "render_rate" and value > 0 and not renderer_exists:
-        return "no renderer was created at configure time (render_rate 0 or nowhere to send frames): reconfigure"
+    if name == "render_rate_hz" and value > 0 and not renderer_exists:
+        return "no renderer was created at configure time (render_rate_hz 0 or nowhere to send frames): reconfigure"
     return None

@@ -47,7 +47,7 @@ from hand_common.node_tools import SafeLifecycleNode, run
 from . import interface as iface
 from .loop import PhysicsLoop
 from .model import ModelContractError, default_two_hands_scene_path
-from .params import PARAMS, check_value, config_from, renderer_problem
+from .params import PARAMS, RENAMED, check_value, config_from, renderer_problem
 from .render import FrameMeta, FrameRecorder, RenderConfig, RenderWorker
 from .sim import SETTLE_5PCT_OMEGA_T, TwinSim, TwinState, build_twin
 from .watchdog import CommandWatchdog, Decision, HandsWatchdog, WatchdogState
@@ -60,7 +60,7 @@ TENDON_NAMES = tuple(f"{f}_flexor" for f in contract.FINGER_NAMES)
 class TwinNode(SafeLifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(contract.TWIN_NODE, **kwargs)
-        self.declare_params(PARAMS)
+        self.declare_params(PARAMS, renamed=RENAMED)
         self._reset_resources()
 
     def _reset_resources(self) -> None:
@@ -85,7 +85,7 @@ class TwinNode(SafeLifecycleNode):
 
     # --- parameters --------------------------------------------------------------------------------
     def check_parameters(self, changes, values) -> str | None:
-        """On-set: array lengths and flexion ranges; a live render_rate > 0 needs a renderer."""
+        """On-set: array lengths and flexion ranges; a live render_rate_hz > 0 needs a renderer."""
         for name, value in changes.items():
             if why := check_value(name, value) or (
                     self.configured and renderer_problem(name, value, self.render_worker is not None)):
@@ -97,7 +97,7 @@ class TwinNode(SafeLifecycleNode):
         if self.loop is None:
             return
         for name, value in changes.items():
-            if name == "command_timeout":
+            if name == "command_timeout_s":
                 with self.loop.wd_lock:
                     self.loop.watchdog.set_timeout(float(value))
                     self.loop.wd_lock.notify_all()
@@ -108,12 +108,12 @@ class TwinNode(SafeLifecycleNode):
                 with self.loop.wd_lock:
                     for db in self._deadbands:
                         db.tolerance = FlexionDeadband.check(list(value))
-            elif name == "reference_settle_time":
+            elif name == "reference_settle_time_s":
                 with self.loop.lock:
                     self.sim.omega_ref = (SETTLE_5PCT_OMEGA_T / value) if value > 0 else 0.0
-            elif name == "publish_rate":
+            elif name == "publish_rate_hz":
                 self.loop.set_publish_rate(float(value))
-            elif name == "render_rate" and self.render_worker is not None:
+            elif name == "render_rate_hz" and self.render_worker is not None:
                 if value > 0:
                     self.render_worker.set_rate(float(value))
                     if self.lifecycle_state == "active":
@@ -129,8 +129,8 @@ class TwinNode(SafeLifecycleNode):
             sides = contract.HAND_SIDES if two else ()
             path = cfg.model_path or (default_two_hands_scene_path() if two else None)
             build = build_twin(path, camera=cfg.camera, integrator=cfg.integrator,
-                               settle_time=cfg.gain_settle_time, damping_ratio=cfg.gain_damping_ratio,
-                               reach=cfg.gain_reach, reference_settle_time=cfg.reference_settle_time,
+                               settle_time=cfg.gain_settle_time_s, damping_ratio=cfg.gain_damping_ratio,
+                               reach=cfg.gain_reach, reference_settle_time=cfg.reference_settle_time_s,
                                prefixes=tuple(f"{s}_" for s in sides) if two else ("",))
         except (ValueError, ModelContractError) as exc:
             self.get_logger().error(f"configure failed: {exc}")
@@ -150,11 +150,11 @@ class TwinNode(SafeLifecycleNode):
             if note not in reported:
                 log.warning(note)
         self.sim = build.sim()
-        watchdog = (HandsWatchdog(cfg.command_timeout, cfg.safe_flexions, len(sides)) if sides
-                    else CommandWatchdog(cfg.command_timeout, cfg.safe_flexions))
+        watchdog = (HandsWatchdog(cfg.command_timeout_s, cfg.safe_flexions, len(sides)) if sides
+                    else CommandWatchdog(cfg.command_timeout_s, cfg.safe_flexions))
         self.loop = PhysicsLoop(self.sim, watchdog,
-                                publish_rate=cfg.publish_rate, on_sample=self._publish_sample,
-                                on_event=self._on_event, max_lag=cfg.max_lag)
+                                publish_rate=cfg.publish_rate_hz, on_sample=self._publish_sample,
+                                on_event=self._on_event, max_lag=cfg.max_lag_s)
         # Everything is published only while active (physics thread, render worker and diagnostics
         # timer run between activate and deactivate): lifecycle publishers.
         stream = contract.qos(contract.STREAM)
@@ -175,15 +175,15 @@ class TwinNode(SafeLifecycleNode):
             self.pub_image = pub(Image, contract.TOPIC_TWIN_IMAGE, contract.qos(contract.IMAGE))
             self._pubs.append(self.pub_image)
         try:
-            if cfg.record_dir and cfg.render_rate > 0:
+            if cfg.record_dir and cfg.render_rate_hz > 0:
                 self.recorder = FrameRecorder(cfg.record_dir, cfg.record_format, flexion_names=tuple(
                     f"{s}_{f}" for s in sides for f in contract.FINGER_NAMES) if sides else None)
                 log.info(f"recording frames to {cfg.record_dir}")
             if cfg.renders:
                 self.render_worker = RenderWorker(
-                    build.hand, RenderConfig(cfg.image_width, cfg.image_height, cfg.camera, cfg.shadows,
+                    build.hand, RenderConfig(cfg.image_width_px, cfg.image_height_px, cfg.camera, cfg.shadows,
                                              cfg.reflections),
-                    cfg.render_rate, snapshot=self.loop.snapshot, sink=self._on_frame,
+                    cfg.render_rate_hz, snapshot=self.loop.snapshot, sink=self._on_frame,
                     on_error=lambda msg: self.get_logger().error(msg, throttle_duration_sec=5.0))
                 self.render_worker.start()
         except (OSError, RuntimeError, ValueError) as exc:
@@ -225,12 +225,12 @@ class TwinNode(SafeLifecycleNode):
             or [contract.TOPIC_TARGET_FLEXIONS]
         self._subs = [self.create_subscription(JointState, topic, lambda msg, k=k: self._on_command(msg, k), latest)
                       for k, topic in enumerate(topics)]
-        self._diag_timer = self.create_timer(1.0 / self.cfg.diagnostics_rate, self._publish_diagnostics)
+        self._diag_timer = self.create_timer(1.0 / self.cfg.diagnostics_rate_hz, self._publish_diagnostics)
         self.loop.start()
-        if self.render_worker is not None and self.get_parameter("render_rate").value > 0:
+        if self.render_worker is not None and self.get_parameter("render_rate_hz").value > 0:
             self.render_worker.enabled.set()
         self.get_logger().info(f"active: following {', '.join(topics)}, "
-                               f"command_timeout {self.loop.watchdog.timeout:.3f} s")
+                               f"command_timeout_s {self.loop.watchdog.timeout:.3f} s")
         return ret
 
     def _stop_running(self) -> None:

@@ -158,7 +158,7 @@ def expected_angles(scene: str, flexion: float, seconds: float) -> np.ndarray:
 
 def test_twin_node_follows_times_out_and_reports(probe, start, scene):
     # every YAML key is declared by the node
-    proc = start(model_path="/nonexistent/scene.xml", render_rate=0.0, command_timeout=0.5)
+    proc = start(model_path="/nonexistent/scene.xml", render_rate_hz=0.0, command_timeout_s=0.5)
     listed = probe.call(ListParameters, f"/{NODE}/list_parameters", ListParameters.Request())
     declared = set(listed.result.names)
     yaml_keys = set(yaml.safe_load(CONFIG.read_text())[NODE]["ros__parameters"])
@@ -207,7 +207,7 @@ def test_twin_node_follows_times_out_and_reports(probe, start, scene):
         # malformed ones arrive the watchdog would open the hand after command_timeout (0.5 s),
         # which 4 x 0.1 s of them can exceed on a loaded machine: it is raised for this phase
         # (a live parameter), so what is judged is the rejection, not the machine's speed.
-        assert all(r.successful for r in probe.set_parameters(NODE, command_timeout=30.0))
+        assert all(r.successful for r in probe.set_parameters(NODE, command_timeout_s=30.0))
         held = np.array(joints[-1].position)
         for names, values in ((None, [0.0, 0.0, math.nan, 0.0, 0.0]), (None, [0.0, 0.0, 0.0, 0.0, 1.5]),
                               (["thumb", "index", "middle", "ring", "little"], [0.0] * 5), (None, [0.0] * 4)):
@@ -215,7 +215,7 @@ def test_twin_node_follows_times_out_and_reports(probe, start, scene):
             time.sleep(0.1)
         cmd.pause()
         np.testing.assert_allclose(joints[-1].position, held, atol=math.radians(1.0))
-        assert all(r.successful for r in probe.set_parameters(NODE, command_timeout=0.5))
+        assert all(r.successful for r in probe.set_parameters(NODE, command_timeout_s=0.5))
         wait_until(lambda: "rejected /hand/target_flexions message (not applied)" in proc.output(), 5, "reject log")
         assert "non-finite flexion" in proc.output()
 
@@ -264,14 +264,14 @@ def test_twin_node_follows_times_out_and_reports(probe, start, scene):
         wait_until(lambda: any(d.status[0].level == b"\x00" for d in list(diags)), 3, "OK diagnostics")
 
         # live parameters: validated, configure-time ones refused while configured
-        assert probe.set_parameters(NODE, command_timeout=0.2)[0].successful
+        assert probe.set_parameters(NODE, command_timeout_s=0.2)[0].successful
         res = probe.set_parameters(NODE, model_path="/x.xml")[0]
         assert not res.successful and "configure time" in res.reason
         res = probe.set_parameters(NODE, safe_flexions=[0.0, 0.0, 2.0, 0.0, 0.0])[0]
         assert not res.successful and "[0, 1]" in res.reason
-        res = probe.set_parameters(NODE, render_rate=10.0)[0]
+        res = probe.set_parameters(NODE, render_rate_hz=10.0)[0]
         assert not res.successful and "no renderer" in res.reason
-        assert not probe.set_parameters(NODE, render_rate=45.0)[0].successful
+        assert not probe.set_parameters(NODE, render_rate_hz=45.0)[0].successful
     finally:
         cmd.close()
 
@@ -298,7 +298,7 @@ def test_twin_node_follows_times_out_and_reports(probe, start, scene):
 
 def test_twin_node_renders_images_and_records_frames(probe, start, tmp_path):
     rec = tmp_path / "frames"
-    proc = start(render_rate=10.0, image_width=320, image_height=240, record_dir=str(rec), record_format="jpg")
+    proc = start(render_rate_hz=10.0, image_width_px=320, image_height_px=240, record_dir=str(rec), record_format="jpg")
     images = probe.collect(Image, contract.TOPIC_TWIN_IMAGE, contract.qos(contract.IMAGE))
     assert probe.change_state(NODE, "configure") is True
     assert probe.change_state(NODE, "activate") is True

@@ -24,7 +24,7 @@ def test_every_yaml_key_is_declared_and_valid():
     assert set(values) <= set(PARAM_NAMES), set(values) - set(PARAM_NAMES)
     defaults = {p.name: p.default for p in PARAMS}
     cfg = config_from({**defaults, **values})
-    assert cfg.render_rate == 30.0 and cfg.command_timeout == 0.1
+    assert cfg.render_rate_hz == 30.0 and cfg.command_timeout_s == 0.1
     assert cfg.safe_flexions == (0.0,) * 5
     # the YAML documents every parameter with the declared default
     assert values == defaults
@@ -39,8 +39,8 @@ def test_every_parameter_has_a_description_and_sane_default():
 
 
 @pytest.mark.parametrize("name,value,message", [
-    ("render_rate", 60.0, r"render_rate must be in \[0, 30\]"),
-    ("command_timeout", 0.0, "command_timeout must be in"),
+    ("render_rate_hz", 60.0, r"render_rate_hz must be in \[0, 30\]"),
+    ("command_timeout_s", 0.0, "command_timeout_s must be in"),
     ("safe_flexions", [0.0, 0.0], "needs 5 values"),
     ("safe_flexions", [0.0, 0.0, 0.0, 0.0, 1.5], r"in \[0, 1\]"),
     ("integrator", "verlet", "integrator must be one of"),
@@ -55,11 +55,11 @@ def test_invalid_values_are_refused_with_a_reason(name, value, message):
 
 def test_live_change_rules():
     """Beyond the specs (the configure-time rule is SafeLifecycleNode's, tested in hand_common):
-    a configured twin's render_rate > 0 needs a renderer."""
-    assert check_value("command_timeout", 0.2) is None and check_value("safe_flexions", [1.0] * 5) is None
-    assert "no renderer" in renderer_problem("render_rate", 10.0, renderer_exists=False)
-    assert renderer_problem("render_rate", 0.0, renderer_exists=False) is None
-    assert renderer_problem("render_rate", 10.0, renderer_exists=True) is None
+    a configured twin's render_rate_hz > 0 needs a renderer."""
+    assert check_value("command_timeout_s", 0.2) is None and check_value("safe_flexions", [1.0] * 5) is None
+    assert "no renderer" in renderer_problem("render_rate_hz", 10.0, renderer_exists=False)
+    assert renderer_problem("render_rate_hz", 0.0, renderer_exists=False) is None
+    assert renderer_problem("render_rate_hz", 10.0, renderer_exists=True) is None
 
 
 def test_readme_documents_every_parameter():

@@ -26,21 +26,21 @@ class FakeClock:
 
 def test_default_timeout_is_a_handful_of_frames_at_30_hz():
     cfg = config_from({p.name: p.default for p in PARAMS})
-    assert cfg.command_timeout <= 0.2 and cfg.command_timeout >= 3 / 30.0
+    assert cfg.command_timeout_s <= 0.2 and cfg.command_timeout_s >= 3 / 30.0
 
 
 def test_twin_is_within_3_degrees_of_open_200_ms_after_the_last_command_10_trials(hand_scene):
     cfg = config_from({p.name: p.default for p in PARAMS})
-    build = build_twin(hand_scene, camera=cfg.camera, integrator=cfg.integrator, settle_time=cfg.gain_settle_time,
+    build = build_twin(hand_scene, camera=cfg.camera, integrator=cfg.integrator, settle_time=cfg.gain_settle_time_s,
                        damping_ratio=cfg.gain_damping_ratio, reach=cfg.gain_reach,
-                       reference_settle_time=cfg.reference_settle_time)
+                       reference_settle_time=cfg.reference_settle_time_s)
     dt = 0.002  # iterations of the physics thread (its timestep is the model's)
     worst = []
     for k in range(10):
         clock = FakeClock()
         samples = []
-        loop = PhysicsLoop(build.sim(), CommandWatchdog(cfg.command_timeout, cfg.safe_flexions),
-                           publish_rate=cfg.publish_rate, on_sample=lambda s, d, c=clock, out=samples: out.append((c.t, s, d)),
+        loop = PhysicsLoop(build.sim(), CommandWatchdog(cfg.command_timeout_s, cfg.safe_flexions),
+                           publish_rate=cfg.publish_rate_hz, on_sample=lambda s, d, c=clock, out=samples: out.append((c.t, s, d)),
                            on_event=lambda lvl, msg: None, clock=clock)
         # 0.6 s of a closed hand at 30 Hz, the last command at a different phase in each trial
         t_end = clock.t + 0.6 + k * 0.0031

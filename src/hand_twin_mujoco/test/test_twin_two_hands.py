@@ -152,8 +152,8 @@ class SideCommander:
 
 def test_two_hand_twin_node(tmp_path):
     node = NodeProcess.module("hand_twin_mujoco.twin_node", "--ros-args", "--params-file", str(CONFIG),
-                              "-p", "hands:=two", "-p", "render_rate:=0.0", "-p", "command_timeout:=0.5",
-                              "-p", "publish_rate:=50.0", "-p", "diagnostics_rate:=5.0",
+                              "-p", "hands:=two", "-p", "render_rate_hz:=0.0", "-p", "command_timeout_s:=0.5",
+                              "-p", "publish_rate_hz:=50.0", "-p", "diagnostics_rate_hz:=5.0",
                               log_path=str(tmp_path / "twin.log"))
     probe = RosProbe("twin_two_hands_probe")
     commander = None
