@@ -17,7 +17,16 @@ In one run (``make bench``), on the shared video paced like a camera, scenarios 
 - ``dex``:    the ``dex`` profile (DexPilot retargeting onto dex_hand + its MuJoCo twin);
 - ``arm``:    the ``arm`` profile (gesture teleoperation of the SO-101, twin, dry-run driver);
 - ``console`` (not in ``make bench``): ``full`` plus the operator console with a headless chromium
-  on its page; compared with ``full`` (issue 23).
+  on its page; compared with ``full`` (issue 23);
+- ``console_server`` (not in ``make bench``): ``console`` with a page client that draws nothing
+  (``python -m hand_console.browser URL``, its own process, niced like the browser) instead of
+  chromium: the console's server does all its work for a page (preview subscribed, renders,
+  pictures encoded, messages sent) and no browser renders three.js in software on the same cores:
+  the server's cost alone.
+
+``--repeat N`` runs the scenario list N times, interleaved (full, console, full, console, ...), and
+the console comparison uses medians: figures taken minutes apart on a shared machine differ by
+more than the console does.
 
 Per scenario: tracker frames/s, processed / dropped, capture → ``/hand/target_flexions`` p50/p95/max
 as a keep-last-1 subscriber receives it (what an actuator sees; two hands: both sides), its p95 over
@@ -57,6 +66,8 @@ from hand_common.stats import percentiles_ms, rate_hz
 
 #: The scenario that adds the operator console (and a headless browser) to ``full``.
 CONSOLE_SCENARIO = "console"
+#: ``console`` with a page client that draws nothing instead of the browser (the server's cost).
+CONSOLE_SERVER_SCENARIO = "console_server"
 BURNER_CODE = "while True:\n    pass\n"
 #: The SG90's own speed (°/s), for the ``sg90`` scenario's driver rate limit.
 SG90_DPS = 600.0
@@ -73,6 +84,7 @@ class Scenario:
     model_complexity: int | None = None  # None: the tracker's YAML (1)
     burner: bool = False
     console: bool = False
+    headless_page: bool = False  # console: a client that draws nothing instead of chromium
     two_hand_clip: bool = False
     servo_speed_dps: float | None = None  # every finger's max_speed_dps (None: the YAML's 300)
     demo_outputs: bool = False  # compose the demo video after the run (full, burner)
@@ -94,12 +106,14 @@ def _scenarios() -> dict[str, Scenario]:
         Scenario("dex", profile="dex", latency_topic=TOPIC_JOINT_COMMANDS),
         Scenario("arm", profile="arm", latency_topic=arm_topics.JOINT_COMMANDS),
         Scenario(CONSOLE_SCENARIO, console=True),
+        Scenario(CONSOLE_SERVER_SCENARIO, console=True, headless_page=True),
     )}
 
 
 #: Scenario names; ``make bench`` runs :data:`BENCH_SCENARIOS` (all but the console's browser).
-SCENARIOS = ("alone", "full", "burner", "fps60", "fps60_mc0", "sg90", "two_hands", "dex", "arm", CONSOLE_SCENARIO)
-BENCH_SCENARIOS = tuple(s for s in SCENARIOS if s != CONSOLE_SCENARIO)
+SCENARIOS = ("alone", "full", "burner", "fps60", "fps60_mc0", "sg90", "two_hands", "dex", "arm", CONSOLE_SCENARIO,
+             CONSOLE_SERVER_SCENARIO)
+BENCH_SCENARIOS = tuple(s for s in SCENARIOS if s not in (CONSOLE_SCENARIO, CONSOLE_SERVER_SCENARIO))
 
 
 def make_clip(video: str, frames: int, path: str) -> str:
@@ -269,14 +283,22 @@ def run_scenario(sc: Scenario, video: str, n_frames: int, out: pathlib.Path, liv
             arm_sim.append((time.time(), sim))
 
     burner = subprocess.Popen([sys.executable, "-c", BURNER_CODE], stdin=subprocess.DEVNULL) if sc.burner else None
-    error = browser = browser_cpu = probe = None
+    error = browser = browser_cpu = probe = page_client = page_traffic = None
     try:
         runner.start()
         runner.connect()
         if sc.latency_topic:
             probe = CommandProbe(runner.probe.node, sc.latency_topic)
         runner.bring_up()
-        if sc.console:  # a browser on the page for the whole run (niced as hand_console.browser does)
+        if sc.console and sc.headless_page:  # a client that draws nothing, in its own process like a browser
+            from hand_console.browser import BROWSER_NICE
+
+            page_client = subprocess.Popen(
+                ["nice", "-n", str(BROWSER_NICE), sys.executable, "-m", "hand_console.browser",
+                 f"http://127.0.0.1:{console_port}"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+            if page_client.stdout.readline().strip() != "connected":
+                raise RuntimeError("the headless page client did not connect")
+        elif sc.console:  # a browser on the page for the whole run (niced as hand_console.browser does)
             from hand_console.browser import ConsoleBrowser
 
             browser = ConsoleBrowser(f"http://127.0.0.1:{console_port}", 1000, 760)
@@ -289,6 +311,8 @@ def run_scenario(sc: Scenario, video: str, n_frames: int, out: pathlib.Path, liv
         if browser is not None:
             browser_cpu = _browser_cpu_seconds()
             browser.close()
+        if page_client is not None:
+            page_traffic = _stop_page_client(page_client)
         runner.stop()
         burner_cpu = None
         if burner is not None:
@@ -311,6 +335,8 @@ def run_scenario(sc: Scenario, video: str, n_frames: int, out: pathlib.Path, liv
         cpu["burner"] = round(burner_cpu, 2)
     if browser_cpu is not None:
         cpu["browser"] = round(browser_cpu, 2)
+    if page_traffic is not None and page_traffic.get("client_cpu_s") is not None:
+        cpu["page_client"] = round(page_traffic["client_cpu_s"], 2)
     servo = next((e for e in runner.monitor.diagnostics.values() if servo_iface.KEY_WIRE_P95 in e), {})
     board = bench_servo.read_board_frames(out / "servo_board_pulses.jsonl")
     horn = []
@@ -351,7 +377,23 @@ def run_scenario(sc: Scenario, video: str, n_frames: int, out: pathlib.Path, liv
         "safe_pose_trips": runner.monitor.safe_pose_trips,
         "cpu_seconds": cpu,
         "demo_video_after_run_s": post_s,
+        "page_traffic": page_traffic,
     }
+
+
+def _stop_page_client(proc: subprocess.Popen) -> dict[str, Any]:
+    """Stop the headless page client: {messages, bytes} it received and its CPU seconds."""
+    from hand_bringup.runner_core import process_cpu_seconds
+
+    cpu = process_cpu_seconds(proc.pid)
+    proc.terminate()
+    traffic: dict[str, Any] = {}
+    try:
+        traffic = json.loads(proc.communicate(timeout=10)[0].strip().splitlines()[-1])
+    except (subprocess.TimeoutExpired, ValueError, IndexError):
+        proc.kill()
+        proc.wait(5)
+    return {**traffic, "client_cpu_s": cpu}
 
 
 def _fmt(v: Any, unit: str = "") -> str:
@@ -412,14 +454,44 @@ def print_report(results: list[dict[str, Any]], load: dict[str, Any]) -> None:
     if two and base and base["inference_ms_p95"] is not None and two["latency_ms"].get("p95") is not None:
         print(f"two_hands: p95 {_fmt(two['latency_ms']['p95'])} ms vs 2 × single-hand inference p95 + 5 = "
               f"{2 * base['inference_ms_p95'] + 5:.1f} ms")
-    full = next((r for r in results if r["scenario"] == "full"), None)
-    con = next((r for r in results if r["scenario"] == CONSOLE_SCENARIO), None)
-    if full and con and full["tracker_fps"] and con["tracker_fps"]:
-        p_full, p_con = full["latency_ms"].get("p95"), con["latency_ms"].get("p95")
-        print(f"console (console/full, issue 23 targets: fps ratio >= 0.98, p95 + <= 2 ms): fps ratio "
-              f"{con['tracker_fps'] / full['tracker_fps']:.3f}; capture→flexion p95 "
-              f"{_fmt(_diff(p_con, p_full))} ms; CPU s console "
-              f"{con['cpu_seconds'].get(CONSOLE)}, browser {con['cpu_seconds'].get('browser')}")
+    for line in console_comparison(results):
+        print(line)
+
+
+def _median(values: list[float | None]) -> float | None:
+    v = [x for x in values if x is not None]
+    return float(np.median(v)) if v else None
+
+
+def console_comparison(results: list[dict[str, Any]]) -> list[str]:
+    """Lines comparing each console scenario with ``full`` (medians over the repetitions): tracker
+    fps ratio, capture→flexion p95 difference, tracker CPU ms per processed frame, the console's,
+    the browser's and the headless page client's CPU seconds (issue 23 targets: fps ratio >= 0.98,
+    p95 + <= 2 ms)."""
+    def of(name: str) -> list[dict[str, Any]]:
+        return [r for r in results if r["scenario"] == name and not r["error"]]
+
+    def tracker_ms_per_frame(r: dict[str, Any]) -> float | None:
+        cpu = r["cpu_seconds"].get(TRACKER)
+        return cpu / r["frames_processed"] * 1e3 if cpu is not None and r["frames_processed"] else None
+
+    full = of("full")
+    fps_full = _median([r["tracker_fps"] for r in full])
+    p95_full = _median([r["latency_ms"].get("p95") for r in full])
+    lines = []
+    for name in (CONSOLE_SERVER_SCENARIO, CONSOLE_SCENARIO):
+        runs = of(name)
+        if not runs or not fps_full:
+            continue
+        fps, p95 = _median([r["tracker_fps"] for r in runs]), _median([r["latency_ms"].get("p95") for r in runs])
+        cpu = {k: _median([r["cpu_seconds"].get(k) for r in runs]) for k in (CONSOLE, "browser", "page_client")}
+        lines.append(
+            f"{name}/full ({len(runs)} vs {len(full)} runs, medians; issue 23 targets: fps ratio >= 0.98, p95 + <= 2 ms):"
+            f" fps ratio {f'{fps / fps_full:.3f}' if fps else '-'}; capture→flexion p95 {_fmt(_diff(p95, p95_full))} ms;"
+            f" tracker CPU {_fmt(_median([tracker_ms_per_frame(r) for r in runs]))} vs "
+            f"{_fmt(_median([tracker_ms_per_frame(r) for r in full]))} ms/frame; CPU s console {_fmt(cpu[CONSOLE])}, "
+            f"browser {_fmt(cpu['browser'])}, headless page client {_fmt(cpu['page_client'])}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -430,6 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="first 90 frames only (a smoke run)")
     ap.add_argument("--frames", type=int, default=None, help="first N frames only")
     ap.add_argument("--scenarios", default=",".join(BENCH_SCENARIOS), help=f"comma list of {SCENARIOS}")
+    ap.add_argument("--repeat", type=int, default=1, help="run the scenario list this many times, interleaved")
     ap.add_argument("--live-render", action="store_true", help="the twin renders live (30 Hz, frame files)")
     ap.add_argument("--no-nice", action="store_true", help="start every node at nice 0 (A/B of NodeSpec.nice)")
     ap.add_argument("--drop-late", action="store_true",
@@ -442,6 +515,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         if name not in scenarios:
             ap.error(f"unknown scenario '{name}' (choose from {', '.join(SCENARIOS)})")
+    if args.repeat < 1:
+        ap.error("--repeat must be >= 1")
     video = os.path.abspath(args.video or default_video())
     shared = is_shared_video(video)
     out = pathlib.Path(args.out or tempfile.mkdtemp(prefix="bench_pipeline_")).resolve()
@@ -456,12 +531,14 @@ def main(argv: list[str] | None = None) -> int:
     load = {"before": [round(x, 2) for x in os.getloadavg()]}
     t0 = time.monotonic()
     results = []
-    for name in names:
-        sc = scenarios[name]
-        source = make_two_hand_clip(video, str(out / "two_hand_clip.mp4")) if sc.two_hand_clip else video
-        print(f"[bench] scenario {name}: {n} frames of {source} (load {os.getloadavg()[0]:.2f})", flush=True)
-        results.append(run_scenario(sc, source, n, out / name, args.live_render, shared, not args.no_nice,
-                                    args.drop_late))
+    for k in range(args.repeat):
+        for name in names:
+            sc = scenarios[name]
+            source = make_two_hand_clip(video, str(out / "two_hand_clip.mp4")) if sc.two_hand_clip else video
+            run = f" ({k + 1}/{args.repeat})" if args.repeat > 1 else ""
+            print(f"[bench] scenario {name}{run}: {n} frames of {source} (load {os.getloadavg()[0]:.2f})", flush=True)
+            results.append(run_scenario(sc, source, n, out / (f"{name}_{k + 1}" if args.repeat > 1 else name),
+                                        args.live_render, shared, not args.no_nice, args.drop_late))
     load["after"] = [round(x, 2) for x in os.getloadavg()]
     print_report(results, load)
     print(f"\n[bench] {len(results)} scenarios in {time.monotonic() - t0:.0f} s; figures in {out}")

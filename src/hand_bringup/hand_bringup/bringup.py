@@ -88,7 +88,9 @@ NODES: dict[str, NodeSpec] = {
         NodeSpec(DEX_TWIN, "hand_retarget", "dex_twin_node", "dex_twin", "config/dex_twin.yaml", actuator=True,
                  launch_args=tuple(LaunchArg(n, n, default="") for n in ("robot", "robot_urdf", "robot_dir"))),
         # the operator console (package hand_console, issue 23): a web page; runner --console, launch console:=true
-        NodeSpec(CONSOLE, "hand_console", "console", contract.CONSOLE_NODE, "config/console.yaml", nice=10),
+        # at the lowest priority (nice 19): under contention the page slows down (keep-last-1, drops
+        # counted), the hot path does not
+        NodeSpec(CONSOLE, "hand_console", "console", contract.CONSOLE_NODE, "config/console.yaml", nice=19),
     )
 }
 

@@ -59,6 +59,8 @@ PIP_ONLY: dict[str, str] = {
     "dex_retargeting": "dex-retargeting", "pinocchio": "pin (comes with dex-retargeting)",
     "scservo_sdk": "ftservo-python-sdk (optional: the real SO-101 bus)",
     "viser": "viser (hand_console's web page)",
+    "websockets": "websockets (comes with viser; hand_console.browser.HeadlessClient opens the page's socket)",
+    "msgspec": "msgspec (comes with viser; HeadlessClient sends the viser client's camera message)",
     "selenium": "selenium (hand_console.browser drives chromium in the browser test and for make demo)",
     "trimesh": "trimesh (comes with yourdfpy; hand_retarget.urdf_twin converts glTF meshes with it)",
 }

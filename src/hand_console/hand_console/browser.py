@@ -82,6 +82,54 @@ def chromium(width: int = 1400, height: int = 1000, nice: int = BROWSER_NICE):
     return driver
 
 
+class HeadlessClient:
+    """A client of the console's page that draws nothing: it opens the page's websocket as the
+    browser's viser client does (subprotocol ``viser-v<version>``) and receives every message
+    (``messages``, ``bytes`` counted), so the server does all its per-client work for it (renders,
+    pictures encoded, messages sent) without a browser rendering on the same cores. The benchmark
+    measures the server's cost with it, and the tests use it as "a browser is connected".
+    ``url``: the page's ``http://host:port``. Use as a context manager or call :meth:`close`."""
+
+    def __init__(self, url: str, open_timeout: float = 30.0):
+        import threading
+
+        import viser
+        from websockets.sync.client import connect
+
+        self.url = url
+        self.messages = self.bytes = 0
+        self._ws = connect("ws://" + url.split("://", 1)[-1], subprotocols=[f"viser-v{viser.__version__}"],
+                           max_size=None, open_timeout=open_timeout)
+        # viser counts a client as connected once it reports its camera, as the browser's page does
+        import msgspec
+        from viser._messages import ViewerCameraMessage
+
+        camera = ViewerCameraMessage(wxyz=(1.0, 0.0, 0.0, 0.0), position=(0.0, 0.0, 1.0), fov=1.0, near=0.01,
+                                     far=100.0, image_height=760, image_width=1000, look_at=(0.0, 0.0, 0.0),
+                                     up_direction=(0.0, 0.0, 1.0))
+        self._ws.send(msgspec.msgpack.encode(camera.as_serializable_dict()))
+        self._thread = threading.Thread(target=self._read, name="console headless client", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            for msg in self._ws:
+                self.messages += 1
+                self.bytes += len(msg)
+        except Exception:  # noqa: BLE001 - the server closed the connection: reading ends
+            pass
+
+    def __enter__(self) -> HeadlessClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._ws.close()
+        self._thread.join(5.0)
+
+
 #: JavaScript returning the page's state in one round trip: images, progress bars, visible text.
 _STATE_JS = """
 const imgs = Array.from(document.querySelectorAll('img')).filter(i => i.src.startsWith('blob:'))
@@ -184,3 +232,32 @@ class ConsoleBrowser:
         if not self.driver.save_screenshot(path):
             raise RuntimeError(f"screenshot {path} failed")
         return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m hand_console.browser http://127.0.0.1:8080``: a :class:`HeadlessClient` on the
+    page (in its own process, as a browser would be) until SIGTERM or Ctrl-C; then one JSON line
+    ``{"messages": n, "bytes": n}``."""
+    import argparse
+    import json
+    import signal
+    import threading
+
+    ap = argparse.ArgumentParser(prog="hand_console.browser", description=main.__doc__.split("\n")[0])
+    ap.add_argument("url", help="the console's page, http://127.0.0.1:PORT")
+    args = ap.parse_args(argv)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    client = HeadlessClient(args.url)
+    print("connected", flush=True)
+    try:
+        done.wait()
+    except KeyboardInterrupt:
+        pass
+    client.close()
+    print(json.dumps({"messages": client.messages, "bytes": client.bytes}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

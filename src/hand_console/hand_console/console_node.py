@@ -11,7 +11,10 @@ tracker's live parameters (``set_parameters``; a refusal shows the node's reason
 The hot path stays sacred: every data subscription is best-effort keep-last 1
 (``contract.VIEW``), callbacks only store the newest message (:class:`~hand_console.state.LatestSlot`,
 replaced ones counted as dropped), and a render thread draws at most ``render_rate_hz`` (≤ 15 Hz)
-and only while a browser is connected. Service calls run on viser's threads, never the executor's.
+and only while a browser is connected. The preview is subscribed only while a browser is connected
+(the tracker downscales and encodes a frame only while someone subscribes: with no page open it
+pays nothing), and a robot's pose is sent to the page only when it moved (each pose sent makes the
+browser draw its 3D scene again). Service calls run on viser's threads, never the executor's.
 
 Lifecycle: ``configure`` starts the web server (binds ``host``, 127.0.0.1 by default; another host
 needs ``allow_remote: true`` and prints a warning) and loads the URDFs; ``activate`` subscribes and
@@ -46,9 +49,11 @@ from hand_common.param_spec import ParamSpec
 from hand_console import keys
 from hand_console.layout import blank_frame, decode_jpeg_rgb, draw_landmarks
 from hand_console.page import ConsolePage, Controls, check_host, url
-from hand_console.robots import ROBOT_VIEWS, UrdfPose, image_rgb, robot_panel, robot_views
+from hand_console.robots import ROBOT_VIEWS, UrdfPose, image_rgb, pose_moved, robot_panel, robot_views
 from hand_console.state import (
+    DEFAULT_RENDER_HZ,
     MAX_RENDER_HZ,
+    PLOT_RATE_HZ,
     CalibrationLog,
     FlexionHistory,
     HandInfo,
@@ -72,6 +77,9 @@ from hand_console.state import (
 #: windows, then the 1€ filter.
 SLIDER_PATTERNS = (r"(thumb|index|middle|ring|pinky)_(straight|curled)_angle", r"filter_min_cutoff_hz",
                    r"filter_beta")
+#: A robot's configuration is sent to the page again only when a joint moved more than this, rad
+#: (or m): a still robot costs the browser no redraw of its 3D scene.
+POSE_TOLERANCE = 1e-3
 #: The finger-window parameters read before/after a calibration (and set back by undo).
 WINDOW_PATTERN = r"(thumb|index|middle|ring|pinky)_(straight|curled)_angle|joint_(straight|curled)_angles"
 
@@ -82,7 +90,7 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("allow_remote", False, "Allow a host other than 127.0.0.1 (a warning is printed)."),
     ParamSpec("profile", "sim", "Bringup profile whose robot(s) the page shows: " + ", ".join(sorted(ROBOT_VIEWS)),
               choices=tuple(sorted(ROBOT_VIEWS))),
-    ParamSpec("render_rate_hz", MAX_RENDER_HZ, "Most renders of the page per second, Hz (at most 15).",
+    ParamSpec("render_rate_hz", DEFAULT_RENDER_HZ, "Most renders of the page per second, Hz (at most 15).",
               range=(0.5, MAX_RENDER_HZ), live=True),
     ParamSpec("tracker_node", contract.TRACKER_NODE, "Name of the tracker node (calibration, parameters)."),
     ParamSpec("calibration_duration_s", 1.0, "Capture window of each calibration pose, s of media time.",
@@ -131,6 +139,7 @@ class ConsoleNode(SafeLifecycleNode):
         self.declare_params(PARAMS, annotate=True)
         self.page: ConsolePage | None = None
         self._subs: list = []
+        self._preview_sub = None  # /hand/image_preview, only while a browser is connected
         self._render: threading.Thread | None = None
         self._stop = threading.Event()
         self._service_clients: dict[tuple[Any, str], Any] = {}
@@ -152,12 +161,13 @@ class ConsoleNode(SafeLifecycleNode):
         self.arm_state: str | None = None
         self._robot_rows_due = False
         self._robots: list[tuple[Any, UrdfPose]] = []
+        self._sent_cfg: list[Any] = []  # per robot: the configuration last sent to the page
         self.calibration = CalibrationLog()
         self._calibrating = threading.Lock()
         self._sliders_built = False
         self._last_camera: Any = None
         self.renders = 0
-        self._last_figures = 0.0
+        self._last_figures = self._last_plot = 0.0
 
     # --- lifecycle ----------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:
@@ -189,6 +199,7 @@ class ConsoleNode(SafeLifecycleNode):
                 urdf = yourdfpy.URDF.load(str(path), load_meshes=True, build_scene_graph=True)
                 handle = self.page.add_urdf(view.name, urdf, view.offset)
                 self._robots.append((handle, UrdfPose.for_urdf(urdf)))
+                self._sent_cfg.append(None)
                 self.joint_slots.append(LatestSlot())
             except Exception as exc:  # noqa: BLE001 - the page works without the robot view
                 log.warning(f"robot view {view.name}: {type(exc).__name__}: {exc}")
@@ -203,7 +214,6 @@ class ConsoleNode(SafeLifecycleNode):
         flex_topic = contract.side_topic(contract.TOPIC_TARGET_FLEXIONS, "right") if two \
             else contract.TOPIC_TARGET_FLEXIONS
         self._subs = [
-            self.create_subscription(CompressedImage, contract.TOPIC_IMAGE_PREVIEW, self.preview.put, view),
             self.create_subscription(HandLandmarksArray, contract.TOPIC_LANDMARKS, self._on_landmarks, view),
             self.create_subscription(JointState, flex_topic, self._on_flexions, view),
             self.create_subscription(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, self._on_diagnostics,
@@ -239,6 +249,22 @@ class ConsoleNode(SafeLifecycleNode):
         if self._render is not None:
             self._render.join(5.0)
             self._render = None
+        self._want_preview(False)
+
+    def _want_preview(self, wanted: bool) -> None:
+        """Subscribe to the tracker's preview while a browser is connected, and only then (render
+        thread, and the lifecycle transitions once it stopped)."""
+        if wanted and self._preview_sub is None:
+            self._preview_sub = self.create_subscription(CompressedImage, contract.TOPIC_IMAGE_PREVIEW,
+                                                         self.preview.put, contract.qos(contract.VIEW))
+        elif not wanted and self._preview_sub is not None:
+            self.destroy_subscription(self._preview_sub)
+            self._preview_sub = None
+
+    @property
+    def preview_subscribed(self) -> bool:
+        """Whether the console subscribes to the preview now (a browser is connected)."""
+        return self._preview_sub is not None
 
     def _release(self) -> None:
         self._stop_render()
@@ -297,8 +323,10 @@ class ConsoleNode(SafeLifecycleNode):
                 continue
             clock.rendered(now)
             page = self.page
-            if page is None or not page.server.get_clients():
-                continue  # nobody looks: nothing is drawn
+            looking = page is not None and bool(page.server.get_clients())
+            self._want_preview(looking)
+            if not looking:
+                continue  # nobody looks: nothing is drawn, no preview is asked of the tracker
             try:
                 self.render_once(page)
                 self.renders += 1
@@ -328,18 +356,25 @@ class ConsoleNode(SafeLifecycleNode):
             page.show_camera(draw_landmarks(rgb, hands, gate))
             page.show_gate(gate.text())
         if self.flexions.take() is not None:
-            t, v = self.history.series()
-            page.show_flexions(self.history.latest(), t, v)
+            now = time.monotonic()
+            if now - self._last_plot >= 1.0 / PLOT_RATE_HZ:
+                self._last_plot = now
+                page.show_flexions(self.history.latest(), *self.history.series())
+            else:
+                page.show_flexions(self.history.latest())
         twin = self.twin_image.take()
         if twin is not None:
             page.show_robot(rgb=image_rgb(twin.width, twin.height, twin.encoding, twin.step, twin.data))
         if self._robot_rows_due:
             self._robot_rows_due = False
             page.show_robot(rows=self.robot_rows())
-        for (robot, pose), slot in zip(self._robots, self.joint_slots):
+        for i, ((robot, pose), slot) in enumerate(zip(self._robots, self.joint_slots)):
             js = slot.take()
             if js is not None:
-                robot.update_cfg(pose.update(js.name, js.position))
+                cfg = pose.update(js.name, js.position)
+                if pose_moved(self._sent_cfg[i], cfg, POSE_TOLERANCE):
+                    robot.update_cfg(cfg)
+                    self._sent_cfg[i] = cfg
         now = time.monotonic()
         if now - self._last_figures >= 1.0:
             self._last_figures = now

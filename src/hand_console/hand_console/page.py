@@ -188,12 +188,15 @@ class ConsolePage:
     def show_gate(self, text: str) -> None:
         self._gate.content = f"**gate:** {text}"
 
-    def show_flexions(self, values: Sequence[float] | None, t: np.ndarray, v: np.ndarray) -> None:
-        """values: newest flexions (5) or None; (t, v): history for the plot (see FlexionHistory)."""
+    def show_flexions(self, values: Sequence[float] | None, t: np.ndarray | None = None,
+                      v: np.ndarray | None = None) -> None:
+        """values: newest flexions (5) or None; (t, v): history for the plot (see FlexionHistory),
+        None: the plot is left as it is (it is redrawn less often than the bars)."""
         self._flex_text.content = self._flex_markdown(values)
         for bar, x in zip(self._bars, values if values is not None else [0.0] * 5):
             bar.value = float(min(max(x, 0.0), 1.0) * 100.0)
-        self._plot.image = plot_history(t, v, self.history_s)
+        if t is not None and v is not None:
+            self._plot.image = plot_history(t, v, self.history_s)
 
     def show_robot(self, rgb: np.ndarray | None = None, rows: Sequence[tuple[str, str]] | None = None) -> None:
         """The robot folder: the twin's camera picture (RGB) and/or its rows (servo pulses and

@@ -216,3 +216,11 @@ class UrdfPose:
 def joint_state_dict(names: Sequence[str], positions: Sequence[float]) -> Mapping[str, float]:
     """{name: position} of a JointState's arrays (the shorter one decides)."""
     return {n: float(p) for n, p in zip(names, positions)}
+
+
+def pose_moved(sent: np.ndarray | None, cfg: np.ndarray, tolerance: float) -> bool:
+    """Whether configuration ``cfg`` differs from the one ``sent`` last (None: nothing sent yet) by
+    more than ``tolerance`` on any joint (rad or m): only then is it worth sending to the page."""
+    if sent is None or np.shape(sent) != np.shape(cfg):
+        return True
+    return bool(np.max(np.abs(np.asarray(cfg, float) - np.asarray(sent, float)), initial=0.0) > tolerance)

@@ -27,6 +27,10 @@ from hand_console import keys
 
 #: The render loop never runs faster than this (issue 23: the console costs no tracker frames).
 MAX_RENDER_HZ = 15.0
+#: The console's default render rate: the tracker's preview comes at 10 Hz (preview_max_rate_hz).
+DEFAULT_RENDER_HZ = 10.0
+#: The 10 s flexion plot is redrawn at most this often (a PNG each time; the bars follow every render).
+PLOT_RATE_HZ = 4.0
 #: Seconds of flexion history in the plot.
 HISTORY_S = 10.0
 

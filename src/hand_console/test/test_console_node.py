@@ -4,11 +4,14 @@ test_console_browser for the page itself).
 - the tracker publishes ``/hand/image_preview`` only while someone subscribes: none before, JPEG
   frames 320 px wide stamped like the landmarks of the same frame after;
 - the console serves its page on 127.0.0.1 (HTTP 200) and refuses to configure on another host
-  without allow_remote.
+  without allow_remote;
+- the active console subscribes to the preview only while a client is connected to its page (with
+  no page open the tracker encodes nothing for it).
 """
 
 import os
 import socket
+import time
 import urllib.request
 
 import numpy as np
@@ -19,6 +22,7 @@ from sensor_msgs.msg import CompressedImage
 
 from hand_common import contract
 from hand_common.testing import NodeProcess, RosProbe, wait_until
+from hand_console.browser import HeadlessClient
 
 TRACKER_PARAMS = os.path.join(os.environ.get("HAND_TELEOP_ROOT", "."), "src", "hand_tracking", "config", "tracker.yaml")
 
@@ -81,6 +85,17 @@ def test_preview_only_while_subscribed_and_console_serves_locally(probe, tmp_pat
             assert r.status == 200 and b"<html" in r.read(2000).lower()
         assert probe.change_state(contract.CONSOLE_NODE, "activate")
         assert probe.get_state(contract.CONSOLE_NODE) == "active"
+        # the preview's subscribers: the probe's own; the console's only while a page is open
+        def preview_subscribers() -> int:
+            return probe.node.count_subscribers(contract.TOPIC_IMAGE_PREVIEW)
+
+        wait_until(lambda: preview_subscribers() == 1, 10, "the probe alone on the preview")
+        time.sleep(1.0)  # the console's render loop looked several times: still no page, no subscription
+        assert preview_subscribers() == 1
+        with HeadlessClient(f"http://127.0.0.1:{port}") as page:
+            wait_until(lambda: preview_subscribers() == 2, 20, "the console subscribed for its page")
+            wait_until(lambda: page.messages >= 5, 30, "the page's messages")
+        wait_until(lambda: preview_subscribers() == 1, 20, "the console unsubscribed once the page closed")
         assert not probe.change_state("remote_console", "configure", timeout=30)
         assert "allow_remote" in remote.output()
     finally:

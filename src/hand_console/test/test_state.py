@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hand_console import keys
-from hand_console.robots import ROBOT_VIEWS, UrdfPose, robot_views
+from hand_console.robots import ROBOT_VIEWS, UrdfPose, pose_moved, robot_views
 from hand_console.state import (
     MAX_RENDER_HZ,
     CalibrationLog,
@@ -188,6 +188,14 @@ def test_every_diagnostic_key_is_one_the_nodes_publish():
                                     holds={**dict.fromkeys(HOLD_CAUSES, 0), "no_hand": 5, "joint_angle": 2}))
     rows = dict(figures({st.name: st.values}, (None, None), {}))
     assert rows["held frames"] == "7 (no_hand 5, joint_angle 2)" and rows["gate refusals"] == "0"
+
+
+def test_a_pose_is_sent_again_only_when_a_joint_moved():
+    assert pose_moved(None, np.zeros(3), 1e-3)  # nothing sent yet
+    assert not pose_moved(np.zeros(3), np.array([0.0, 0.0009, -0.001]), 1e-3)
+    assert pose_moved(np.zeros(3), np.array([0.0, 0.0, -0.0011]), 1e-3)
+    assert pose_moved(np.zeros(3), np.zeros(4), 1e-3)  # another robot's vector
+    assert not pose_moved(np.zeros(0), np.zeros(0), 1e-3)
 
 
 def test_urdf_pose_keeps_absent_joints_clamps_to_limits_and_counts_unknown_names():
