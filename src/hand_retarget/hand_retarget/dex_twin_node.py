@@ -5,11 +5,11 @@ rad; QoS LATEST): a message with missing, unknown or duplicate names, or a non-f
 rejected with a throttled WARN and never applied. Each joint's MuJoCo ``position`` actuator tracks
 its command (:class:`hand_retarget.dex_sim.DexSim`). Physics runs in its own thread at the model
 timestep in real time (hand_twin_mujoco's :class:`~hand_twin_mujoco.watchdog.RealTimePacer`);
-without a command for ``command_timeout`` the command becomes the open pose.
+without a command for ``command_timeout_s`` the command becomes the open pose.
 
 Publishes ``/dex_twin/joint_states`` (sensor_msgs/JointState, measured position rad, velocity
-rad/s, effort = actuator torque N m; QoS STREAM) at ``publish_rate``, ``/diagnostics``, and with
-``render_rate`` > 0 ``/dex_twin/image`` (rgb8, QoS IMAGE) through hand_twin_mujoco's render worker.
+rad/s, effort = actuator torque N m; QoS STREAM) at ``publish_rate_hz``, ``/diagnostics``, and with
+``render_rate_hz`` > 0 ``/dex_twin/image`` (rgb8, QoS IMAGE) through hand_twin_mujoco's render worker.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from hand_common.node_tools import SafeLifecycleNode, run
 from hand_twin_mujoco.watchdog import RealTimePacer
 
 from .dex_sim import DexModelError, DexSim
-from .params import TWIN_PARAMS, check_value
+from .params import TWIN_PARAMS, TWIN_RENAMED, check_value
 from .topics import DEX_TWIN_NODE, TOPIC_JOINT_COMMANDS, TOPIC_TWIN_IMAGE, TOPIC_TWIN_JOINT_STATES
 
 
@@ -62,7 +62,7 @@ class _Hand:
 class DexTwinNode(SafeLifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(DEX_TWIN_NODE, **kwargs)
-        self.declare_params(TWIN_PARAMS, annotate=True)  # "Read at configure." in the text
+        self.declare_params(TWIN_PARAMS, annotate=True, renamed=TWIN_RENAMED)  # "Read at configure." in the text
         self._reset()
 
     def _reset(self) -> None:
@@ -107,13 +107,13 @@ class DexTwinNode(SafeLifecycleNode):
             log.error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
         self.sim = sim
-        self.pacer = RealTimePacer(sim.timestep, max_lag=float(self._param("max_lag")))
+        self.pacer = RealTimePacer(sim.timestep, max_lag=float(self._param("max_lag_s")))
         # physics thread, render worker and diagnostics timer run only while active
         stream = contract.qos(contract.STREAM)
         self.pub_joints = self.create_lifecycle_publisher(JointState, TOPIC_TWIN_JOINT_STATES, stream)
         self.pub_diag = self.create_lifecycle_publisher(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, stream)
         self._pubs = [self.pub_joints, self.pub_diag]
-        rate = float(self._param("render_rate"))
+        rate = float(self._param("render_rate_hz"))
         if rate > 0:
             try:
                 from hand_twin_mujoco.render import RenderConfig, RenderWorker
@@ -121,7 +121,7 @@ class DexTwinNode(SafeLifecycleNode):
                 self.pub_image = self.create_lifecycle_publisher(Image, TOPIC_TWIN_IMAGE, contract.qos(contract.IMAGE))
                 self._pubs.append(self.pub_image)
                 self._render = RenderWorker(
-                    _Hand(sim.model), RenderConfig(int(self._param("image_width")), int(self._param("image_height")),
+                    _Hand(sim.model), RenderConfig(int(self._param("image_width_px")), int(self._param("image_height_px")),
                                                    self._param("camera")),
                     rate, snapshot=self._snapshot, sink=self._on_frame,
                     on_error=lambda msg: self.get_logger().error(msg, throttle_duration_sec=5.0))
@@ -141,7 +141,7 @@ class DexTwinNode(SafeLifecycleNode):
             return ret
         self._sub = self.create_subscription(JointState, TOPIC_JOINT_COMMANDS, self._on_command,
                                              contract.qos(contract.LATEST))
-        self._diag_timer = self.create_timer(1.0 / float(self._param("diagnostics_rate")), self._publish_diagnostics)
+        self._diag_timer = self.create_timer(1.0 / float(self._param("diagnostics_rate_hz")), self._publish_diagnostics)
         self._stop_evt.clear()
         self.pacer.begin(time.monotonic())
         self._thread = threading.Thread(target=self._run, name="dex_twin_physics", daemon=True)
@@ -201,10 +201,10 @@ class DexTwinNode(SafeLifecycleNode):
             while not self._stop_evt.is_set():
                 now = time.monotonic()
                 with self.lock:
-                    timed_out = now - self._command_time > float(self._param("command_timeout"))
+                    timed_out = now - self._command_time > float(self._param("command_timeout_s"))
                     if timed_out and not stale:
                         self._events.append("command timeout: open pose")
-                        self.get_logger().warning("no joint command within command_timeout: open pose")
+                        self.get_logger().warning("no joint command within command_timeout_s: open pose")
                     if timed_out:
                         self.sim.set_command(np.zeros(len(self.sim.joint_names)))
                     stale = timed_out
@@ -216,7 +216,7 @@ class DexTwinNode(SafeLifecycleNode):
                     self._events.append(f"physics reset: {reason}")
                     self.get_logger().error(f"physics unstable ({reason}): reset to keyframe 'open'")
                 if sample is not None:
-                    next_pub = max(next_pub + 1.0 / float(self._param("publish_rate")), now)
+                    next_pub = max(next_pub + 1.0 / float(self._param("publish_rate_hz")), now)
                     self._publish_state(sample)
                 wake = min(self.pacer.next_due(), next_pub)
                 self._stop_evt.wait(max(wake - time.monotonic(), 0.0005))
@@ -262,7 +262,7 @@ class DexTwinNode(SafeLifecycleNode):
         alive = self._thread is not None and self._thread.is_alive()
         if not alive or any("reset" in e or "stopped" in e for e in events):
             level, message = DiagnosticStatus.ERROR, (events[-1] if events else "physics thread stopped")
-        elif age > float(self._param("command_timeout")):
+        elif age > float(self._param("command_timeout_s")):
             level, message = DiagnosticStatus.WARN, "no fresh joint command: open pose"
         else:
             level, message = DiagnosticStatus.OK, "following joint commands"

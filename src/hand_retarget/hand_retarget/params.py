@@ -40,9 +40,9 @@ RETARGET_PARAMS: tuple[Param, ...] = (
           "(the operator's physical hand)", choices=HAND_CHOICES, live=True),
     Param("mirror", "auto", "chirality: auto mirrors an operator hand whose side differs from the robot's (right), "
           "on always mirrors, off never", choices=MIRROR_CHOICES),
-    Param("calibration_time", 3.0, "s of accepted frames over which the median bone lengths are taken",
+    Param("calibration_time_s", 3.0, "s of accepted frames over which the median bone lengths are taken",
           range=(0.0, 60.0)),
-    Param("filter_min_cutoff", 2.0, "Hz, 1-euro filter on the landmarks before rebuilding; 0 = off", range=(0.0, 30.0)),
+    Param("filter_min_cutoff_hz", 2.0, "Hz, 1-euro filter on the landmarks before rebuilding; 0 = off", range=(0.0, 30.0)),
     Param("filter_beta", 5.0, "1/m, 1-euro speed coefficient", range=(0.0, 1000.0)),
     Param("scale", 0.0, "human -> robot size factor; 0 = automatic (robot hand size / calibrated human size)",
           range=(0.0, 5.0)),
@@ -50,7 +50,7 @@ RETARGET_PARAMS: tuple[Param, ...] = (
           range=(0.001, 0.1)),
     Param("escape_dist", 0.04, "m, DexPilot: the pinch is released beyond this distance (dex-retargeting: 0.05; "
           "0.04 releases the thumb when the hand closes into a fist)", range=(0.001, 0.2)),
-    Param("command_rate", 100.0, "Hz of the safety filter and /dex_hand/joint_commands", range=(10.0, 500.0)),
+    Param("command_rate_hz", 100.0, "Hz of the safety filter and /dex_hand/joint_commands", range=(10.0, 500.0)),
     Param("max_velocity", 10.0, "rad/s, velocity cap of every joint command", range=(0.1, 50.0), live=True),
     Param("max_acceleration", 500.0, "rad/s^2, acceleration cap of every joint command", range=(1.0, 10000.0),
           live=True),
@@ -58,7 +58,7 @@ RETARGET_PARAMS: tuple[Param, ...] = (
     Param("crossing_clamp", True, "limit adjacent finger abductions so proximal phalanges never cross", live=True),
     Param("crossing_clearance", 0.0, "m across the palm between adjacent proximal phalanges; 0 = sum of their radii",
           range=(0.0, 0.05)),
-    Param("target_timeout", 0.5, "s without an accepted landmark frame before the command goes (smoothly) to the "
+    Param("target_timeout_s", 0.5, "s without an accepted landmark frame before the command goes (smoothly) to the "
           "open pose", range=(0.05, 60.0), live=True),
     Param("rest_blend", "auto", "open digits go to the robot's own rest pose (a relaxed open human hand is "
           "curled; the robots' rest is flat): a digit reading flexion <= rest_blend_open_flexion is retargeted to "
@@ -78,7 +78,7 @@ RETARGET_PARAMS: tuple[Param, ...] = (
           "world landmarks have them more than this apart (3-D, palm widths), the thumb is moved where the "
           "picture shows it before retargeting", range=(0.05, 5.0)),
     Param("measured_topic", "/dex_twin/joint_states", "measured joint states of the robot (for its Kapandji score)"),
-    Param("diagnostics_rate", 1.0, "Hz of /diagnostics", range=(0.1, 10.0)),
+    Param("diagnostics_rate_hz", 1.0, "Hz of /diagnostics", range=(0.1, 10.0)),
 )
 
 TWIN_PARAMS: tuple[Param, ...] = (
@@ -89,19 +89,30 @@ TWIN_PARAMS: tuple[Param, ...] = (
           "configuration's"),
     Param("model_path", "", "MJCF scene; empty = hand_description's mjcf/dex_scene.xml"),
     Param("description_path", "", "dexterous hand description YAML (joint names); empty = hand_description's"),
-    Param("command_timeout", 0.15, "s without a joint command before the hand goes to the open pose (4.5 frames "
+    Param("command_timeout_s", 0.15, "s without a joint command before the hand goes to the open pose (4.5 frames "
           "at 30 Hz)", range=(0.02, 60.0),
           live=True),
-    Param("publish_rate", 100.0, "Hz of /dex_twin/joint_states", range=(1.0, 500.0), live=True),
-    Param("diagnostics_rate", 1.0, "Hz of /diagnostics", range=(0.1, 10.0)),
-    Param("max_lag", 0.25, "s of physics lag caught up at most after a stall (the rest is dropped and reported)",
+    Param("publish_rate_hz", 100.0, "Hz of /dex_twin/joint_states", range=(1.0, 500.0), live=True),
+    Param("diagnostics_rate_hz", 1.0, "Hz of /diagnostics", range=(0.1, 10.0)),
+    Param("max_lag_s", 0.25, "s of physics lag caught up at most after a stall (the rest is dropped and reported)",
           range=(0.005, 1.0)),
-    Param("render_rate", 0.0, "Hz of offscreen rendering to /dex_twin/image (<= 30); 0 = no renderer",
+    Param("render_rate_hz", 0.0, "Hz of offscreen rendering to /dex_twin/image (<= 30); 0 = no renderer",
           range=(0.0, 30.0)),
     Param("camera", "front", "scene camera used for rendering"),
-    Param("image_width", 640, "rendered image width (px)", range=(16, 1920)),
-    Param("image_height", 480, "rendered image height (px)", range=(16, 1080)),
+    Param("image_width_px", 640, "rendered image width (px)", range=(16, 1920)),
+    Param("image_height_px", 480, "rendered image height (px)", range=(16, 1080)),
 )
+#: Old names (before the unit-suffix rule, issue 25), refused with the new one.
+RETARGET_RENAMED: dict[str, str] = {
+    "calibration_time": "calibration_time_s", "filter_min_cutoff": "filter_min_cutoff_hz",
+    "command_rate": "command_rate_hz", "target_timeout": "target_timeout_s",
+    "diagnostics_rate": "diagnostics_rate_hz",
+}
+TWIN_RENAMED: dict[str, str] = {
+    "command_timeout": "command_timeout_s", "publish_rate": "publish_rate_hz",
+    "diagnostics_rate": "diagnostics_rate_hz", "max_lag": "max_lag_s", "render_rate": "render_rate_hz",
+    "image_width": "image_width_px", "image_height": "image_height_px",
+}
 
 
 def check_value(params: tuple[Param, ...], name: str, value: Any) -> str | None:
@@ -120,8 +131,8 @@ def pipeline_config(values: dict[str, Any]) -> PipelineConfig:
         raise ValueError(f"rest_blend_open_flexion ({v['rest_blend_open_flexion']}) must be below "
                          f"rest_blend_release_flexion ({v['rest_blend_release_flexion']})")
     return PipelineConfig(
-        preprocess=PreprocessConfig(robot_side="left" if "left" in pathlib.Path(str(v["robot"])).name else "right", mirror=v["mirror"], calibration_time=float(v["calibration_time"]),
-                                    filter_min_cutoff=float(v["filter_min_cutoff"]), filter_beta=float(v["filter_beta"]),
+        preprocess=PreprocessConfig(robot_side="left" if "left" in pathlib.Path(str(v["robot"])).name else "right", mirror=v["mirror"], calibration_time=float(v["calibration_time_s"]),
+                                    filter_min_cutoff=float(v["filter_min_cutoff_hz"]), filter_beta=float(v["filter_beta"]),
                                     scale=float(v["scale"])),
         retarget=RetargetConfig(method=v["method"], project_dist=float(v["project_dist"]),
                                 escape_dist=float(v["escape_dist"])),

@@ -9,10 +9,10 @@ bone-length calibration, rejection of collapsed skeletons), retargeted with dex-
 filter's target. The safety filter (joint limits, step, velocity and acceleration caps,
 finger-crossing clamp) steps, and ``/dex_hand/joint_commands`` (sensor_msgs/JointState, URDF names,
 rad) is published, as soon as a new target arrives (the command follows the camera, not the
-tick) and on a timer at ``command_rate`` between them; each step integrates the time elapsed
+tick) and on a timer at ``command_rate_hz`` between them; each step integrates the time elapsed
 since the previous one (at most one period). A command is stamped with the capture time of the
 landmarks its target came from (now, once it holds the open pose). Without an accepted frame for
-``target_timeout`` the target becomes the open pose (reached within the same caps).
+``target_timeout_s`` the target becomes the open pose (reached within the same caps).
 
 Kapandji scores (sensor_msgs/JointState, see :mod:`hand_retarget.topics`):
 ``/dex_hand/kapandji/human`` for every accepted frame (the operator's own geometry) and
@@ -43,7 +43,7 @@ from sensor_msgs.msg import JointState
 from hand_common import contract
 from hand_common.node_tools import SafeLifecycleNode, run
 
-from .params import RETARGET_PARAMS, pipeline_config
+from .params import RETARGET_PARAMS, RETARGET_RENAMED, pipeline_config
 from .pipeline import DexPipeline
 from .topics import (
     KAPANDJI_NAMES,
@@ -69,7 +69,7 @@ def select_hand(hands, choice: str):
 class RetargetNode(SafeLifecycleNode):
     def __init__(self, **kwargs):
         super().__init__(RETARGET_NODE, **kwargs)
-        self.declare_params(RETARGET_PARAMS, annotate=True)  # choices and "Read at configure." in the text
+        self.declare_params(RETARGET_PARAMS, annotate=True, renamed=RETARGET_RENAMED)  # choices and "Read at configure." in the text
         self._reset()
 
     def _reset(self) -> None:
@@ -135,7 +135,7 @@ class RetargetNode(SafeLifecycleNode):
         if not cfg.crossing_clamp:
             pipeline.filter.crossing = None
         log.info(f"{cfg.retarget.method} retargeting onto {urdf} ({len(desc.joint_names)} joints) built in "
-                 f"{(time.monotonic() - t0) * 1e3:.0f} ms; commands at {self._param('command_rate'):g} Hz")
+                 f"{(time.monotonic() - t0) * 1e3:.0f} ms; commands at {self._param('command_rate_hz'):g} Hz")
         # all four are published from the subscriptions and timers that exist only while active
         stream = contract.qos(contract.STREAM)
         self.pub_cmd = self.create_lifecycle_publisher(JointState, TOPIC_JOINT_COMMANDS, stream)
@@ -151,9 +151,9 @@ class RetargetNode(SafeLifecycleNode):
             self.create_subscription(HandLandmarksArray, contract.TOPIC_LANDMARKS, self._on_landmarks, stream),
             self.create_subscription(JointState, self._param("measured_topic"), self._on_measured, stream),
         ]
-        self._dt = 1.0 / float(self._param("command_rate"))
+        self._dt = 1.0 / float(self._param("command_rate_hz"))
         self._timers = [self.create_timer(self._dt, self._on_tick),
-                        self.create_timer(1.0 / float(self._param("diagnostics_rate")), self._publish_diagnostics)]
+                        self.create_timer(1.0 / float(self._param("diagnostics_rate_hz")), self._publish_diagnostics)]
         self.get_logger().info(f"active: {contract.TOPIC_LANDMARKS} -> {TOPIC_JOINT_COMMANDS}")
         return super().on_activate(state)
 
@@ -185,7 +185,7 @@ class RetargetNode(SafeLifecycleNode):
         self._frames += 1
         if not hand.accepted and hand.rejection not in ("", "not_followed"):
             # the tracker's frame-quality gate refused this skeleton (it holds its last good pose):
-            # a miss here too, the target holds and ages out after target_timeout
+            # a miss here too, the target holds and ages out after target_timeout_s
             self._misses += 1
             self._last_miss = f"refused by the tracker's quality gate ({hand.rejection})"
             self.get_logger().warning(f"frame {hand.frame_index} {self._last_miss}", throttle_duration_sec=2.0)
@@ -244,7 +244,7 @@ class RetargetNode(SafeLifecycleNode):
         now = time.monotonic()
         dt = self._dt if self._last_step is None else min(self._dt, max(now - self._last_step, 1e-4))
         self._last_step = now
-        fresh = now - self._target_time <= float(self._param("target_timeout"))
+        fresh = now - self._target_time <= float(self._param("target_timeout_s"))
         target = self._target if fresh else self.pipeline.rest
         q = self.pipeline.tick(target, dt)
         js = JointState()
@@ -258,7 +258,7 @@ class RetargetNode(SafeLifecycleNode):
     def _publish_diagnostics(self) -> None:
         if self.pipeline is None:
             return
-        fresh = time.monotonic() - self._target_time <= float(self._param("target_timeout"))
+        fresh = time.monotonic() - self._target_time <= float(self._param("target_timeout_s"))
         if self._frames == 0:
             level, message = DiagnosticStatus.WARN, "no landmarks yet: commanding the open pose"
         elif not fresh:

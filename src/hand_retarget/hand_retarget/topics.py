@@ -14,7 +14,7 @@ DEX_TWIN_NODE = "dex_twin"
 #: sensor_msgs/JointState: the dexterous hand's 20 URDF joint names, position = command (rad),
 #: velocity = the safety filter's commanded velocity (rad/s). Stamped with the capture time of the
 #: landmarks its target came from (now while it holds the open pose); published when a target
-#: arrives and at command_rate between targets.
+#: arrives and at command_rate_hz between targets.
 TOPIC_JOINT_COMMANDS = "/dex_hand/joint_commands"
 #: sensor_msgs/JointState, names :data:`KAPANDJI_NAMES`: position[0] = Kapandji score 0-10 (-1 =
 #: unusable), position[k] = thumb tip - site k in-plane distance in palm widths. Human: stamped with
@@ -24,7 +24,7 @@ TOPIC_KAPANDJI_ROBOT = "/dex_hand/kapandji/robot"
 #: sensor_msgs/JointState: the dexterous twin's measured joints (URDF names): position rad,
 #: velocity rad/s, effort = actuator torque N m.
 TOPIC_TWIN_JOINT_STATES = "/dex_twin/joint_states"
-#: sensor_msgs/Image rgb8 of the dexterous twin (when its render_rate > 0).
+#: sensor_msgs/Image rgb8 of the dexterous twin (when its render_rate_hz > 0).
 TOPIC_TWIN_IMAGE = "/dex_twin/image"
 
 KAPANDJI_NAMES: tuple[str, ...] = ("kapandji",) + tuple(f"site_{k + 1:02d}" for k in range(len(SITE_NAMES)))

@@ -117,7 +117,7 @@ def test_retarget_and_twin_nodes(tmp_path, desc):
         NodeProcess.module("hand_retarget.retarget_node", "--ros-args", "--params-file", str(CONFIG / "retarget.yaml"),
                            log_path=str(tmp_path / "retarget.log")),
         NodeProcess.module("hand_retarget.dex_twin_node", "--ros-args", "--params-file", str(CONFIG / "dex_twin.yaml"),
-                           "-p", "render_rate:=10.0", "-p", "image_width:=160", "-p", "image_height:=120",
+                           "-p", "render_rate_hz:=10.0", "-p", "image_width_px:=160", "-p", "image_height_px:=120",
                            log_path=str(tmp_path / "twin.log")),
     ]
     publisher = None
@@ -166,13 +166,13 @@ def test_retarget_and_twin_nodes(tmp_path, desc):
         assert np.linalg.norm(lm[8] - lm[4]) < 0.03
 
         # NaN landmarks, then a skeleton the tracker's quality gate refused (accepted false): misses,
-        # not retargeted; the commands stay finite and hold the last pose until target_timeout
+        # not retargeted; the commands stay finite and hold the last pose until target_timeout_s
         # (0.5 s after the last accepted frame, wall clock: then they go to the open pose). Judged
         # on the commands' own stamps, never on how many arrived: a held command carries the capture
         # stamp of the last accepted frame (before the misses began), the open pose's are stamped now.
         good = publisher.world
         timeout = float(yaml.safe_load((CONFIG / "retarget.yaml").read_text())[RETARGET_NODE]["ros__parameters"]
-                        ["target_timeout"])
+                        ["target_timeout_s"])
 
         def held_after(world, rejection, log_line):
             n_human = len(human)
@@ -208,7 +208,7 @@ def test_retarget_and_twin_nodes(tmp_path, desc):
 
         wait_until(rejected, 10, "twin rejection")
 
-        # no landmarks: after target_timeout the commands (and the twin) return to the open pose
+        # no landmarks: after target_timeout_s the commands (and the twin) return to the open pose
         publisher.stop()
         publisher = None
         wait_until(lambda: np.abs(np.array(cmds[-1].position)).max() < 1e-6, 10, "open pose commanded")
