@@ -33,6 +33,9 @@ SHARED_FIST_WINDOWS = ((240, 300), (585, 621))
 CLOSED_FRACTION = 0.9
 #: A channel counts in a closure when its target moved at least this far (µs) from the open level.
 MIN_TRAVEL_US = 100.0
+#: A horn that is not as far as the fist command within this long after its capture counts as
+#: never there (s): the driver's ramp covers its whole range in 1000 µs / (300 °/s) = 0.3 s.
+HORN_HORIZON_S = 2.0
 
 
 def frame_bytes(channels: int = 5) -> int:
@@ -81,12 +84,16 @@ def frame_spacing(records: Sequence[Mapping[str, Any]], window_s: float = BUDGET
 
 
 def horn_reach_time(records: Sequence[Mapping[str, Any]], channel: int, target_us: float, tol_us: float,
-                    t_from: float, speed_dps: float = SG90_SPEED_DPS,
-                    deadband_us: float = SG90_DEADBAND_US) -> float | None:
-    """First time (s, the records' wall clock ``t``) at or after ``t_from`` that the horn on
-    ``channel`` is within ``tol_us`` of ``target_us``, replaying the board's outputs through
-    :class:`HornModel` (exact between frames: the horn moves at constant speed toward its target).
-    None when it never gets there before the log ends."""
+                    t_from: float, speed_dps: float = SG90_SPEED_DPS, deadband_us: float = SG90_DEADBAND_US,
+                    direction: int = 0, t_until: float = math.inf) -> float | None:
+    """First time (s, the records' wall clock ``t``) in [``t_from``, ``t_until``] that the horn on
+    ``channel`` is within ``tol_us`` of ``target_us`` (``direction`` +1 / -1: at or beyond
+    ``target_us`` - / + ``tol_us`` moving up / down: as far as the target, wherever it goes next),
+    replaying the board's outputs through :class:`HornModel` (exact between frames: the horn moves
+    at constant speed toward its target). None when it does not get there in that time."""
+    def there(x: float) -> bool:
+        return (x - target_us) * direction >= -tol_us if direction else abs(x - target_us) <= tol_us
+
     n = max(len(r["outputs"]) for r in records) if records else 0
     if channel >= n:
         return None
@@ -98,6 +105,8 @@ def horn_reach_time(records: Sequence[Mapping[str, Any]], channel: int, target_u
         t_next = float(records[i + 1]["t"]) if i + 1 < len(records) else math.inf
         if t_next < t_from:
             continue
+        if t > t_until:
+            return None
         pos, tgt = horns.position[channel], horns.target[channel]
         if pos is None:
             continue
@@ -105,13 +114,13 @@ def horn_reach_time(records: Sequence[Mapping[str, Any]], channel: int, target_u
         if tgt is not None and start > t:  # where the horn is at t_from
             step = min(abs(tgt - pos), speed * (start - t))
             pos = pos + math.copysign(step, tgt - pos)
-        if abs(pos - target_us) <= tol_us:
-            return start
+        if there(pos):
+            return start if start <= t_until else None
         if tgt is None or (tgt - pos) * (target_us - pos) <= 0:
             continue
         need = abs(target_us - pos) - tol_us  # travel until within tol of the target
         if abs(tgt - pos) >= need and start + need / speed <= t_next:
-            return start + need / speed
+            return start + need / speed if start + need / speed <= t_until else None
     return None
 
 
@@ -143,14 +152,16 @@ def horn_latencies(records: Sequence[Mapping[str, Any]], fists: Sequence[tuple[i
     """Capture → horn at target per fist closure and moving channel: ``pulses_of(stamp ns)`` gives
     the driver's target pulses (µs, one per servo, in ``channels`` order) for a command; each
     servo whose target moved ≥ :data:`MIN_TRAVEL_US` from the open level counts, from the fist
-    command's capture to the horn within ``tol_us`` of its target (None: never, in the log)."""
+    command's capture to the horn as far as its target in the closing direction, less ``tol_us``
+    (None: not within :data:`HORN_HORIZON_S`)."""
     out = []
     for frame, stamp, open_stamp in fists:
         target, start = pulses_of(stamp), pulses_of(open_stamp)
         for k, ch in enumerate(channels):
             if abs(target[k] - start[k]) < MIN_TRAVEL_US:
                 continue
-            t = horn_reach_time(records, ch, float(target[k]), tol_us, stamp * 1e-9, speed_dps)
+            t = horn_reach_time(records, ch, float(target[k]), tol_us, stamp * 1e-9, speed_dps,
+                                direction=1 if target[k] > start[k] else -1, t_until=stamp * 1e-9 + HORN_HORIZON_S)
             out.append({"frame": frame, "channel": ch, "target_us": round(float(target[k]), 1),
                         "travel_us": round(float(target[k] - start[k]), 1),
                         "latency_s": None if t is None else t - stamp * 1e-9})

@@ -43,6 +43,14 @@ def test_horn_reach_time_is_exact_between_frames():
     # the target moves away before the horn gets there: never
     recs2 = [frame(0.0, [1000]), frame(1.0, [2000]), frame(1.01, [1000]), frame(3.0, [1000])]
     assert bench_servo.horn_reach_time(recs2, 0, 1500.0, 10.0, t_from=0.5) is None
+    # "as far as": a horn that overshoots the target is there when it passes it, one that stops
+    # short (the next command wants less) is not; nothing after t_until counts
+    recs3 = [frame(0.0, [1000]), frame(1.0, [1700]), frame(2.0, [1700])]
+    assert bench_servo.horn_reach_time(recs3, 0, 1800.0, 10.0, t_from=0.5, direction=1) is None
+    assert bench_servo.horn_reach_time(recs3, 0, 1600.0, 10.0, t_from=0.5, direction=1) == pytest.approx(
+        1.0 + 590.0 / SPEED_US_S, abs=1e-9)
+    assert bench_servo.horn_reach_time(recs3, 0, 1600.0, 10.0, t_from=0.5, direction=1, t_until=1.05) is None
+    assert bench_servo.horn_reach_time(recs, 0, 1000.0, 5.0, t_from=0.2, direction=-1) == pytest.approx(0.2)
 
 
 def test_fist_command_is_the_first_frame_at_90_percent_of_the_closure():
@@ -56,10 +64,14 @@ def test_fist_command_is_the_first_frame_at_90_percent_of_the_closure():
 
 
 def test_horn_latencies_per_moving_channel():
-    # capture at 10.0 s of a fist: channel 0 must go 1000 -> 1600 µs, channel 1 stays (not counted)
+    # capture at 10.0 s of a fist: channel 0 must go 1000 -> 1600 µs (the board is sent on to 1700),
+    # channel 2 the other way 2000 -> 1400, channel 1 stays (not counted); channel 2's horn gets
+    # there only after the 2 s horizon: never
     stamp, open_stamp = 10_000_000_000, 9_000_000_000
-    pulses = {open_stamp: [1000.0, 1200.0], stamp: [1600.0, 1250.0]}
-    recs = [frame(9.0, [1000, 1200]), frame(10.02, [1600, 1250]), frame(11.0, [1600, 1250])]
-    out = bench_servo.horn_latencies(recs, [(270, stamp, open_stamp)], pulses.__getitem__, (0, 1), tol_us=16.0)
-    assert [h["channel"] for h in out] == [0]
+    pulses = {open_stamp: [1000.0, 1200.0, 2000.0], stamp: [1600.0, 1250.0, 1400.0]}
+    recs = [frame(9.0, [1000, 1200, 2000]), frame(10.02, [1700, 1250, 2000]), frame(12.5, [1700, 1250, 1400]),
+            frame(13.0, [1700, 1250, 1400])]
+    out = bench_servo.horn_latencies(recs, [(270, stamp, open_stamp)], pulses.__getitem__, (0, 1, 2), tol_us=16.0)
+    assert [h["channel"] for h in out] == [0, 2]
     assert out[0]["latency_s"] == pytest.approx(0.02 + (600.0 - 16.0) / SPEED_US_S, abs=1e-9)
+    assert out[1]["latency_s"] is None
