@@ -1,13 +1,15 @@
 """The operator console in a real browser (issue 23): Debian's chromium headless, driven by selenium
-with Debian's chromium-driver, on the page that ``runner sim --console`` serves while the shared
-video plays (looping, real-time pacing).
+with Debian's chromium-driver, on the page that ``runner sim --console`` serves while a clip made of
+the shared video's frames plays looping: its open hand (frame 135) held for :data:`HOLD_FRAMES`
+frames, then its fist (frame 270) held as long - an operator holding each pose while clicking, so a
+capture cannot miss the pose however late the click reaches the tracker on a loaded machine.
 
 What an operator does, checked end to end:
 - the runner prints the page's address (127.0.0.1 and the chosen port), the page loads;
 - the camera picture changes (new preview frames with the landmarks drawn), the gate line says
   ``tracked``, the five flexion bars move (the video's open hand, pinches and fist);
 - "1. Open hand" while the bars show an open hand, "2. Fist" while they show a fist (retried when
-  the capture missed the pose, as an operator would): the tracker's windows read back with
+  the capture is refused, as an operator would; with the held poses it is not): the tracker's windows read back with
   get_parameters are new and are the ones the page shows; "Undo calibration" sets the old ones back;
 - a value typed beyond a slider's range is refused by the tracker: the page shows the node's
   reason and the parameter keeps its value;
@@ -31,6 +33,13 @@ from hand_console.browser import ConsoleBrowser, browser_problem
 from hand_console.page import FIST_BUTTON, OPEN_BUTTON, UNDO_BUTTON
 
 WINDOWS = [f"{f}_{end}_angle" for f in contract.FINGER_NAMES for end in ("straight", "curled")]
+#: The shared video's open hand and fist (media README: open near frame 135, fist near 270).
+OPEN_FRAME, FIST_FRAME = 135, 270
+#: Frames each pose is held in the test's clip: at the tracker's 4 frames/s (below) >= 18 s a pose;
+#: a capture (0.5 s of media time, 15 frames) fits if the click reaches the tracker within the
+#: pose's first 60 frames (15 s), whatever the machine's load (a slower machine holds it longer).
+HOLD_FRAMES = 75
+CAPTURE_S = 0.5
 #: Bars (%, thumb..pinky) of an open hand and of a fist, as the operator reads them.
 OPEN_MAX_BAR = 30.0
 FIST_MIN_BAR = 55.0  # index..pinky (the thumb barely curls in a fist)
@@ -42,23 +51,66 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def held_poses_clip(video, path, frames=(OPEN_FRAME, FIST_FRAME), hold: int = HOLD_FRAMES) -> str:
+    """Write ``path`` (mp4v, the video's size and rate): each of ``frames`` of ``video`` repeated
+    ``hold`` times, in order; returns the path."""
+    import cv2
+
+    cap = cv2.VideoCapture(str(video))
+    fps = cap.get(cv2.CAP_PROP_FPS) or 30.0
+    images = []
+    for index in frames:
+        cap.set(cv2.CAP_PROP_POS_FRAMES, index)
+        ok, image = cap.read()
+        assert ok, f"no frame {index} in {video}"
+        images.append(image)
+    cap.release()
+    h, w = images[0].shape[:2]
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
+    for image in images:
+        for _ in range(hold):
+            writer.write(image)
+    writer.release()
+    return str(path)
+
+
+def test_the_clip_holds_each_pose(video_path, tmp_path):
+    """The clip's frames are the video's: ``hold`` of the open hand, then as many of the fist."""
+    import cv2
+    import numpy as np
+
+    cap = cv2.VideoCapture(held_poses_clip(video_path, tmp_path / "held.mp4", hold=5))
+    got = []
+    while (r := cap.read())[0]:
+        got.append(r[1].astype(np.int16))
+    cap.release()
+    src = cv2.VideoCapture(str(video_path))
+    ref = []
+    for index in (OPEN_FRAME, FIST_FRAME):
+        src.set(cv2.CAP_PROP_POS_FRAMES, index)
+        ref.append(src.read()[1].astype(np.int16))
+    src.release()
+    assert len(got) == 10
+    err = [[float(np.abs(g - r).mean()) for r in ref] for g in got]  # mean |difference|, grey levels
+    # each frame is its own pose's frame (mp4v re-encoded: ~2 grey levels off), not the other one
+    assert all(e[0] < 0.75 * e[1] for e in err[:5]) and all(e[1] < 0.75 * e[0] for e in err[5:]), err
+
+
 @pytest.fixture(scope="module")
 def console_run(tmp_path_factory, video_path):
-    """``runner sim --console`` on the looping shared video: (url, runner process, out dir)."""
+    """``runner sim --console`` on the held-poses clip, looping: (url, runner process, out dir)."""
     if problem := browser_problem():
         pytest.fail(f"the browser test needs a browser: {problem}")
     out = tmp_path_factory.mktemp("console_run")
+    clip = held_poses_clip(video_path, out / "held_poses.mp4")
     port = free_port()
     runner = NodeProcess.module(
-        "hand_bringup.runner", "sim", "--video", str(video_path), "--out", str(out), "--no-record",
-        # the video plays looping, unpaced at 4 frames/s at most (a seventh of its speed) and every
-        # frame processed: it holds its fist for 10 frames (0.33 s of media time), which then
-        # lasts 2.5 s or more on the page, whatever the load of this shared machine; a capture
-        # window of 0.1 s (3 frames, the console's shortest) fits inside it when the click
-        # reaches the tracker a second or two after the page showed the fist (0.15 s windows were
-        # refused as "looks open" at load 5-9: they ran past the fist's end)
+        "hand_bringup.runner", "sim", "--video", clip, "--out", str(out), "--no-record",
+        # the clip plays looping, unpaced at 4 frames/s at most and every frame processed: each
+        # pose lasts HOLD_FRAMES / 4 s or more on the page, whatever the load of this shared
+        # machine, and a capture of CAPTURE_S of media time fits in it
         "-p", "tracker.loop=true", "-p", "tracker.realtime=false", "-p", "tracker.batch_max_rate_hz=4.0",
-        "-p", "console.calibration_duration_s=0.1", "-p", "twin.render_rate_hz=2.0",
+        "-p", f"console.calibration_duration_s={CAPTURE_S}", "-p", "twin.render_rate_hz=2.0",
         # the page at 2 renders/s: the browser (software WebGL) keeps up on a loaded machine
         "-p", "console.render_rate_hz=2.0",
         "--console", "--console-port", str(port), log_path=str(out / "runner.log"))
@@ -135,9 +187,9 @@ def test_the_page_shows_the_tracker_and_calibrates_with_clicks(console_run, tmp_
         before = probe.get_parameters(contract.TRACKER_NODE, WINDOWS)
         # the panel's own answers (✅ …): the figures row "calibration" says "open captured" and
         # "calibrated" too, from the tracker's diagnostics, which can arrive before the panel's table
-        _calibrate(page, OPEN_BUTTON, lambda b: len(b) == 5 and max(b) <= OPEN_MAX_BAR, "✅ open captured", 200)
+        _calibrate(page, OPEN_BUTTON, lambda b: len(b) == 5 and max(b) <= OPEN_MAX_BAR, "✅ open captured", 300)
         panel = _calibrate(page, FIST_BUTTON, lambda b: len(b) == 5 and min(b[1:]) >= FIST_MIN_BAR,
-                           "✅ calibrated (", 600)
+                           "✅ calibrated (", 300)
         after = probe.get_parameters(contract.TRACKER_NODE, WINDOWS)
         changed = [n for n in WINDOWS if abs(after[n] - before[n]) > 1e-6]
         assert len(changed) >= 5, f"windows unchanged by the calibration: {before} -> {after}"
