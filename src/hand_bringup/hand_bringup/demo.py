@@ -10,7 +10,10 @@ the demo calibrates the tracker live through its ``~/calibrate`` service: the op
 122-140, the fist at 262-272 (facts of the shared video, ../shared/media/README.md; on another
 video there is no schedule and the tracker keeps its configured windows).
 Outputs in ``out/``: ``demo.mp4`` (camera + skeleton + HUD | twin), ``demo_bag/`` (rosbag2 MCAP),
-``summary.json``, ``logs/``.
+``summary.json``, ``logs/``, and ``console.png``: the operator console's page (hand_console) at one
+moment of the run, replayed from ``demo_bag`` after the run and captured by a headless chromium (a
+browser during the run would take CPU from the hot path: bench_pipeline's ``console`` scenario);
+without a browser (tools/bootstrap.sh installs chromium) the demo says so and fails.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ SHARED_VIDEO_SHA256 = "d306af128862940fc6e3c737a42ec6b00a137fff1c37b10805fe2c143
 #: Open hand near frame 135 (in frames 13-31 the thumb is tucked, so not the first frames); fist
 #: near frame 270, held for about half a second.
 CALIBRATION_SCHEDULE = (("open", 122, 0.6), ("fist", 262, 0.35))
+#: The moment of ``console.png`` on the shared video: its last fist (frames 610-620), after the
+#: live calibration (another video: the middle of the run).
+CONSOLE_SHOT_FRAME = 615
 #: Frame windows of the shared video where the summary reports mean flexions: open hand before the
 #: calibration is applied, open hand and fist after it.
 SUMMARY_WINDOWS = {"open_hand_before (frames 0-11)": (0, 12), "open_hand_after (frames 295-305)": (295, 306),
@@ -148,6 +154,8 @@ def run_demo(args: argparse.Namespace, out: pathlib.Path, overrides: dict, param
         if summary["frames_with_hand"] == 0:
             print(f"[demo] error: no hand detected in any of the {n_frames} frames", flush=True)
             code = code or 1
+    if code in (0, 130) and (out / "demo_bag").exists():
+        code = console_screenshot(out, video, shared) or code
     if runner.recording_problems:  # the bag lost messages: say which and fail (runner.recording has the counts)
         print("[demo] error: the bag lost messages:\n  " + "\n  ".join(runner.recording_problems), flush=True)
         code = code or 1
@@ -155,6 +163,22 @@ def run_demo(args: argparse.Namespace, out: pathlib.Path, overrides: dict, param
 
 
 # --- after the run -------------------------------------------------------------------------------
+def console_screenshot(out: pathlib.Path, video: str, shared: bool) -> int:
+    """``out/console.png``: the console's page replaying ``out/demo_bag`` at :data:`CONSOLE_SHOT_FRAME`
+    (shared video) or the run's middle; 0, or 1 with the reason printed when it cannot be made."""
+    from hand_console.replay import screenshot
+
+    try:
+        shot = screenshot(out / "demo_bag", out / "console.png", frame_index=CONSOLE_SHOT_FRAME if shared else None,
+                          video=video)
+    except (RuntimeError, ValueError, TimeoutError, OSError) as exc:
+        print(f"[demo] error: no console.png (the operator console's page): {exc}", flush=True)
+        return 1
+    print(f"[demo] {shot['png']}: the operator console's page at t {shot['t_s']:.2f} s (frame {shot['frame_index']}), "
+          "replayed from demo_bag", flush=True)
+    return 0
+
+
 def tracker_diagnostics(runner: Runner) -> dict[str, str]:
     """The tracker's last /diagnostics values (empty before the first)."""
     for name, entry in runner.monitor.diagnostics.items():

@@ -73,6 +73,10 @@ def test_demo_on_a_short_clip(video_path, tmp_path):
     assert ok and first.shape[0] == 480
     # right half: the twin's rendering (a lit scene), not the blank placeholder
     assert first[:, first.shape[1] // 2 + 10:].mean() > 40
+    # the console's page at the run's middle, replayed from the bag: a 1400 px wide screenshot
+    shot = cv2.imread(str(out / "console.png"))
+    assert shot is not None and shot.shape[1] == 1400, proc.stdout[-2000:]
+    assert "console.png: the operator console's page at t" in proc.stdout
 
 
 def test_dex_demo_opposition_episodes():

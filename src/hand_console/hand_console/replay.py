@@ -239,6 +239,55 @@ class Replay:
         self.page.close()
 
 
+def moment_of_frame(data: ReplayData, frame_index: int) -> float:
+    """The time (s on the replay's axis) of the recorded frame ``frame_index`` of the source; the
+    run's middle when no landmarks message carries that frame."""
+    for f in data.frames:
+        if f.frame_index == frame_index:
+            return f.t
+    return data.duration_s / 2.0
+
+
+def screenshot(bag: str | os.PathLike, png: str | os.PathLike, t_s: float | None = None,
+               frame_index: int | None = None, video: str | None = None, timeout: float = 300.0) -> dict[str, Any]:
+    """The console's page at one moment of a recorded run, saved as a PNG by a headless chromium
+    (:mod:`hand_console.browser`): the page is served on a free loopback port, moved to ``t_s`` (or
+    to the moment of source frame ``frame_index``, else the middle of the run), and captured once it
+    shows that moment (its camera picture and gate line). Used by ``make demo`` after the run (no
+    browser competes with the run's hot path). Returns {png, t_s, frame_index}; RuntimeError when no
+    browser can be driven here (the reason), ValueError for a bag without landmarks, TimeoutError
+    when the page does not show the moment within ``timeout`` s."""
+    import socket
+
+    from hand_console.browser import ConsoleBrowser, browser_problem
+    from hand_console.page import LOCALHOST, url
+
+    if problem := browser_problem():
+        raise RuntimeError(problem)
+    data = ReplayData.load(bag)
+    t = t_s if t_s is not None else moment_of_frame(data, frame_index) if frame_index is not None \
+        else data.duration_s / 2.0
+    with socket.socket() as sock:
+        sock.bind((LOCALHOST, 0))
+        port = sock.getsockname()[1]
+    replay = Replay(data, LOCALHOST, port, video)
+    replay.seek(t)
+    server = threading.Thread(target=replay.run, name="console replay", daemon=True)
+    server.start()
+    frame = data.frame_at(replay.t)
+    try:
+        with ConsoleBrowser(url(LOCALHOST, replay.page.port), 1400, 1000) as page:
+            page.open(timeout)
+            shown = f"t {replay.t:.2f} s, frame {frame.frame_index}"
+            page.wait_for(lambda: shown in page.text() and page.image_sources(), timeout, f"the moment ({shown})")
+            time.sleep(1.0)  # the pictures' blobs decoded and laid out
+            page.screenshot(png)
+    finally:
+        replay.close()
+        server.join(5.0)
+    return {"png": os.fspath(png), "t_s": round(replay.t, 3), "frame_index": frame.frame_index}
+
+
 def main(argv: list[str] | None = None) -> int:
     from hand_console.page import DEFAULT_PORT, LOCALHOST, check_host, url
 
@@ -270,4 +319,4 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__: list[Any] = ["Frame", "ReplayData", "Replay", "VideoFrames", "main"]
+__all__: list[Any] = ["Frame", "ReplayData", "Replay", "VideoFrames", "main", "moment_of_frame", "screenshot"]
