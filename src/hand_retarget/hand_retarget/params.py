@@ -8,7 +8,6 @@ The nodes declare exactly these (each with a ParameterDescriptor, through
 
 from __future__ import annotations
 
-import pathlib
 from typing import Any
 
 from hand_common.param_spec import ParamSpec as Param
@@ -131,7 +130,7 @@ def pipeline_config(values: dict[str, Any]) -> PipelineConfig:
         raise ValueError(f"rest_blend_open_flexion ({v['rest_blend_open_flexion']}) must be below "
                          f"rest_blend_release_flexion ({v['rest_blend_release_flexion']})")
     return PipelineConfig(
-        preprocess=PreprocessConfig(robot_side="left" if "left" in pathlib.Path(str(v["robot"])).name else "right", mirror=v["mirror"], calibration_time=float(v["calibration_time_s"]),
+        preprocess=PreprocessConfig(mirror=v["mirror"], calibration_time=float(v["calibration_time_s"]),
                                     filter_min_cutoff=float(v["filter_min_cutoff_hz"]), filter_beta=float(v["filter_beta"]),
                                     scale=float(v["scale"])),
         retarget=RetargetConfig(method=v["method"], project_dist=float(v["project_dist"]),

@@ -113,7 +113,8 @@ class DexPipeline:
             pre_cfg = dataclasses.replace(pre_cfg, open_pose=True)
         if self.robot is not None:   # the dex-urdf convention: MANO wrist frame, the config's scaling
             # scaled in the optimizer (as dex-retargeting does: DexPilot's pinch distances stay human)
-            pre_cfg = dataclasses.replace(pre_cfg, frame="mano", scale=1.0)
+            # and the robot's own side (RobotHand.side): an operator's other hand is mirrored onto it
+            pre_cfg = dataclasses.replace(pre_cfg, frame="mano", scale=1.0, robot_side=self.robot.side)
             scaling = (pre_cfg_scale := config.preprocess.scale) or self.robot.scaling
             del pre_cfg_scale
             config = dataclasses.replace(config, retarget=dataclasses.replace(config.retarget, scaling=scaling))

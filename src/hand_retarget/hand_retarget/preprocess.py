@@ -17,7 +17,9 @@ Steps (:class:`Preprocessor.process`):
    MCP (17), y from the wrist (0) to the middle of those MCPs, z = x × y (normal of the palm),
    x re-orthogonalised = y × z. For a right hand z points dorsal, for a left hand palmar.
    (``frame="mano"``: dex-retargeting's own wrist frame and operator -> MANO rotation instead,
-   :func:`mano_frame`: what the dex-urdf hands' configurations, e.g. LEAP and Allegro, expect.)
+   :func:`mano_frame`: what the dex-urdf hands' configurations, e.g. LEAP and Allegro, expect;
+   the rotation of the side the hand has once mirrored, as dex-retargeting's detector applies
+   its ``hand_type``'s.)
 3. **Chirality** (``mirror``): ``auto`` mirrors a hand whose handedness differs from the robot's
    side (z -> -z in the canonical frame: a left hand becomes a right hand), ``on`` always,
    ``off`` never. Either operator hand then drives the same robot hand.
@@ -140,15 +142,22 @@ def open_rotations(human: np.ndarray, robot: np.ndarray) -> np.ndarray:
     return out
 
 
-#: dex-retargeting's operator -> MANO rotation for a right hand (example/vector_retargeting/single_hand_detector.py)
+#: dex-retargeting's operator -> MANO rotations for a right and a left hand
+#: (example/vector_retargeting/single_hand_detector.py: OPERATOR2MANO_RIGHT, OPERATOR2MANO_LEFT)
 OPERATOR2MANO_RIGHT = np.array([[0.0, 0.0, -1.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+OPERATOR2MANO_LEFT = np.array([[0.0, 0.0, -1.0], [1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+OPERATOR2MANO = {"right": OPERATOR2MANO_RIGHT, "left": OPERATOR2MANO_LEFT}
 
 
-def mano_frame(points: np.ndarray) -> np.ndarray:
+def mano_frame(points: np.ndarray, side: str = "right") -> np.ndarray:
     """(3, 3) the wrist frame dex-retargeting's examples estimate from wrist, index MCP and middle
-    MCP (SVD plane normal; x from the middle MCP to the wrist), times OPERATOR2MANO_RIGHT: ``(p -
-    p[0]) @ mano_frame(p)`` is a right hand in the frame the dex-urdf hands' configurations expect.
-    ValueError for a degenerate palm."""
+    MCP (SVD plane normal; x from the middle MCP to the wrist), times its operator -> MANO rotation
+    for a ``side`` ('right' or 'left') hand: ``(p - p[0]) @ mano_frame(p, side)`` is that hand in the
+    frame the dex-urdf hands' configurations of the same side expect (a left hand needs
+    OPERATOR2MANO_LEFT: with the right one its thumb lands on the ulnar side of a left robot).
+    ValueError for a degenerate palm or an unknown side."""
+    if side not in OPERATOR2MANO:
+        raise ValueError(f"side must be 'right' or 'left', got {side!r}")
     p = np.asarray(points, dtype=float)
     pts = p[[WRIST, INDEX_MCP, MIDDLE_MCP]]
     xv = pts[0] - pts[2]
@@ -165,7 +174,7 @@ def mano_frame(points: np.ndarray) -> np.ndarray:
     z = np.cross(x, normal)
     if float(z @ (pts[1] - pts[2])) < 0:
         normal, z = -normal, -z
-    return np.stack([x, normal, z], axis=1) @ OPERATOR2MANO_RIGHT
+    return np.stack([x, normal, z], axis=1) @ OPERATOR2MANO[side]
 
 
 def rebuild(points: np.ndarray, lengths: np.ndarray, rotations: np.ndarray | None = None) -> np.ndarray:
@@ -367,10 +376,13 @@ class Preprocessor:
             return Preprocessed(False, reason)
         if cfg.frame == "mano":
             q = p - p[WRIST]
+            # the side of the hand as fed: mirroring turns it into the other one
+            side = handedness if handedness in ("left", "right") else cfg.robot_side
             if mirrored:
                 q = q * np.array([1.0, 1.0, -1.0])
+                side = "left" if side == "right" else "right"
             try:
-                raw = q @ mano_frame(q)
+                raw = q @ mano_frame(q, side)
             except ValueError as exc:
                 self.misses += 1
                 self.last_reason = str(exc)

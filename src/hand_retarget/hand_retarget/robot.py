@@ -151,6 +151,23 @@ class RobotHand:
         self._mimic_plan()
 
     @property
+    def side(self) -> str:
+        """'right' or 'left': the side whose dex-retargeting operator -> MANO rotation
+        (:func:`hand_retarget.preprocess.mano_frame`) maps the hand's own rest landmarks (wrist at
+        the origin) closest onto themselves in the URDF root frame, i.e. the side of human hand
+        the dex-urdf configuration expects (LEAP, Allegro, Inspire, Ability right: 0-27 mm off on
+        the right rotation, 220-352 mm on the left one; their left URDFs the other way round). From
+        the geometry, not the name, so a hand named anyhow is fed the right chirality."""
+        if getattr(self, "_side", None) is None:
+            from .preprocess import mano_frame
+
+            q = self.landmarks(self.rest)
+            q = q - q[0]
+            err = {s: float(np.linalg.norm(q @ mano_frame(q, s) - q, axis=1).max()) for s in ("right", "left")}
+            self._side = min(err, key=err.get)
+        return self._side
+
+    @property
     def scaling(self) -> float:
         """The configuration's ``scaling_factor`` (human -> robot size; dex-retargeting default 1.0)."""
         return float(self.retargeting.get("scaling_factor", 1.0))

@@ -182,7 +182,13 @@ def build_twin(urdf_path: str, kp: float = 5.0, kv: float = 0.1, timestep: float
             j.range = [lo, hi]
             j.limited = mujoco.mjtLimited.mjLIMITED_TRUE
             notes.append(f"{urdf_path}: joint '{j.name}' has no limits (continuous): twin range [-pi, pi]")
-        j.damping = np.maximum(np.asarray(j.damping, dtype=float), 0.01)
+        # a small viscous damping floor; MuJoCo 3.3+ holds damping as a polynomial in the joint
+        # velocity (linear, quadratic, cubic): only the linear term gets the floor (flooring all three
+        # put 0.01 v^2 + 0.01 v^3 on every joint, which capped LEAP's 0.95 N m thumb at 4.2 rad/s,
+        # half its URDF velocity limit of 8.48 rad/s)
+        damping = np.array(j.damping, dtype=float).ravel()
+        damping[0] = max(float(damping[0]), 0.01)
+        j.damping = damping if damping.size > 1 else float(damping[0])
         j.armature = max(float(np.asarray(j.armature).ravel()[0]), 1e-4)
         rest[j.name] = min(max(0.0, lo), hi)
     actuated = tuple(n for n in names if n not in mimic)

@@ -143,6 +143,22 @@ def test_the_twin_compiles_and_tracks_commands(robot):
     assert np.allclose(sim.lower, robot.lower) and np.allclose(sim.upper, robot.upper)
 
 
+def test_the_twin_moves_at_the_speed_its_effort_allows(robot):
+    """The twin adds a linear damping floor only (MuJoCo's damping is a polynomial in the joint
+    velocity: a 0.01 quadratic and cubic term capped LEAP's 0.95 N m thumb at 4.2 rad/s): a command
+    step from rest to 80 % of the way to the upper limit of the thumb's second joint (LEAP 1.95 rad,
+    Allegro 0.93 rad) is reached within 0.03 rad in 0.15 s of simulated time (LEAP took 0.46 s)."""
+    sim = DexSim.for_urdf(robot.urdf_path, robot.joint_names)
+    assert not np.any(getattr(sim.model, "dof_dampingpoly", 0.0))
+    j = robot.joint_names.index(robot.digits["thumb"].joints[1])
+    q = robot.rest.copy()
+    q[j] = robot.rest[j] + 0.8 * (robot.upper[j] - robot.rest[j])
+    assert q[j] - robot.rest[j] > 0.9
+    sim.set_command(q)
+    assert sim.advance(0.15) is None
+    assert abs(sim.state().position[j] - q[j]) < 0.03
+
+
 def test_duplicate_inertial_is_repaired_with_a_warning(tmp_path):
     src = ROBOTS / "allegro_hand" / "allegro_hand_right.urdf"
     text = src.read_text()
