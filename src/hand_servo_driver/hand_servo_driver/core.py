@@ -30,6 +30,8 @@ commands, time and the board's STATUS frames and writes the frames it returns. R
   are: BOOT, detached or SAFE → ramp from the safe pose; still attached → the board still holds
   the last SET_PULSES it acknowledged (:attr:`DriverCore.acked_pulses`), and the ramp resumes from
   there under the rate limit. A reconnect never jumps the servos to the safe pose.
+- The command stream's quality over the last 2 s (:class:`command_quality.CommandQuality`:
+  refusals, excess transit, arrival gaps): a degraded link while commands still arrive.
 - Loss rate: the share of frames not acknowledged among the last :data:`LOSS_WINDOW` resolved
   frames (:meth:`DriverCore.loss_rate`), reported by the node's diagnostics.
 - Capture → wire: for each followed, stamped command, the time from its capture stamp to the first
@@ -50,6 +52,7 @@ import numpy as np
 
 from hand_servo_driver import protocol as p
 from hand_servo_driver.command_age import CommandAge
+from hand_servo_driver.command_quality import FOLLOWED, LATE, OUT_OF_ORDER, CommandQuality
 from hand_servo_driver.driver_config import (
     SAFE_FLEXION_MAX,
     SAFE_MODES,
@@ -126,6 +129,8 @@ class DriverCore:
         #: ramping to the safe pose (stale while active, or deactivated); False once there
         self.going_safe = False
         self.age = CommandAge()
+        #: arrivals over a sliding window: a degraded link while commands still come (WARN)
+        self.quality = CommandQuality()
         self.last_refused = ""
         self._tokens = BURST
         self._tokens_t = -math.inf
@@ -176,6 +181,7 @@ class DriverCore:
         self.going_safe = False
         self._forget_command()
         self.age.reset()
+        self.quality.reset()
 
     def deactivate(self, now: float) -> list[bytes]:
         """Disable output and start the ramp to the safe pose (``detach``: the SAFE frame at
@@ -246,13 +252,16 @@ class DriverCore:
             if self.cmd_stamp is not None and stamp_s < self.cmd_stamp:
                 self.stats.commands_out_of_order += 1
                 self.last_refused = f"stamped {self.cmd_stamp - stamp_s:.3f} s before the newest command followed"
+                self.quality.record(now, OUT_OF_ORDER, excess)
                 return False
             if excess > self.config.command_timeout_s:
                 self.stats.commands_late += 1
                 self.last_refused = (f"arrived {excess:.3f} s late by its stamp (command_timeout_s "
                                      f"{self.config.command_timeout_s:g})")
+                self.quality.record(now, LATE, excess)
                 return False
             self.cmd_stamp = stamp_s
+        self.quality.record(now, FOLLOWED, excess if stamp_s is not None and arrival_s is not None else None)
         self.stats.commands += 1
         self.flexions = {n: float(flexions[n]) for n in self.config.names}
         self.target = self.deadband.update(self.config.pulses(self.flexions))

@@ -406,6 +406,7 @@ class ServoDriverNode(SafeLifecycleNode):
         state = self.lifecycle_state
         sources = self._sources
         sources_warning = sources.warning(now, contract.TOPIC_TARGET_FLEXIONS)
+        quality = core.quality.summary(now)
         if settings.dry_run:
             message = "dry run: no port, intended pulses logged"
         elif link is None or not link.up:
@@ -442,6 +443,9 @@ class ServoDriverNode(SafeLifecycleNode):
         elif now - st.last_clamp_t < RECENT_S:
             level = DiagnosticStatus.WARN
             message = "board clamped pulses: the driver's pulse range is wider than the firmware's (config.h)"
+        if level == DiagnosticStatus.OK and quality.problem and core.active:
+            # the lowest WARN: every other problem above names itself first
+            level, message = DiagnosticStatus.WARN, quality.problem
         if not message:
             message = ("active: following " + contract.TOPIC_TARGET_FLEXIONS) if state == "active" else \
                 f"{state}: outputs held safe"
@@ -457,6 +461,11 @@ class ServoDriverNode(SafeLifecycleNode):
             "commands_ignored": self._ignored, "last_ignored": self._last_ignored,
             "commands_inactive": st.commands_inactive, "commands_late": st.commands_late,
             "commands_out_of_order": st.commands_out_of_order, "last_refused": core.last_refused,
+            iface.KEY_COMMAND_STREAM: iface.COMMAND_STREAM_DEGRADED if quality.problem else "ok",
+            "command_window_arrivals": quality.arrivals, "command_window_late": quality.late,
+            "command_window_out_of_order": quality.out_of_order, "command_window_gaps_over": quality.gaps_over,
+            "command_window_max_gap_ms": f"{quality.max_gap * 1e3:.1f}",
+            "command_window_excess_p95_ms": f"{quality.excess_p95 * 1e3:.1f}",
             "frames_capped": st.frames_capped, "clock_rebases": st.clock_rebases, "going_safe": core.going_safe,
             "last_pulses_us": " ".join(map(str, core.last_sent)) if core.last_sent else "",
             "channels": " ".join(map(str, core.config.channels)),

@@ -18,6 +18,11 @@ KEY_WIRE_P50 = "capture_to_wire_ms_p50"
 KEY_WIRE_P95 = "capture_to_wire_ms_p95"
 KEY_WIRE_N = "capture_to_wire_n"
 
+#: "degraded" while the command stream's arrivals over the last window are (refusals, excess
+#: transit, arrival gaps: command_quality.CommandQuality; the status is then WARN), else "ok"
+KEY_COMMAND_STREAM = "command_stream"
+COMMAND_STREAM_DEGRADED = "degraded"
+
 # --- parameters other packages set ------------------------------------------------------------------
 PARAM_PORT = "port"
 

@@ -39,6 +39,12 @@ SAFE_US = [1000] * 5
 OK, WARN, ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus levels
 
 
+def fine(level: int, v: dict) -> bool:
+    """OK, or only the command stream's WARN (the lowest one: nothing else wrong): this test's own
+    30 Hz publisher, starved on a loaded machine, makes gaps the driver rightly names."""
+    return level == OK or (level == WARN and v.get("command_stream") == "degraded")
+
+
 def flatten(d, prefix=""):
     out = {}
     for k, v in d.items():
@@ -166,6 +172,7 @@ def test_flexions_in_expected_pulses_out_rate_limited(rig):
     t_first = pinky[0][0]
     t_done = next(t for t, us in pinky if us == 2000)
     ramp = t_done - t_first
+    pinky = [(t, us) for t, us in pinky if t <= t_done]  # the ramp up: what the rate limit shapes
     # 1000 µs at 2000 µs/s: 0.5 s. An unlimited driver would get there in one frame.
     assert 0.45 <= ramp <= 1.5, f"ramp took {ramp:.3f} s"
     slopes = []
@@ -180,7 +187,18 @@ def test_flexions_in_expected_pulses_out_rate_limited(rig):
     print(f"\nramp 1000→2000 µs in {ramp:.3f} s ({len(pinky)} frames), max slope over ≥0.1 s "
           f"{max(slopes):.0f} µs/s (limit {RATE_US:.0f}), max step {steps.max()} µs")
     level, msg, v = rig.wait_diag(lambda lvl, m, v: v["last_pulses_us"] == "1000 1250 1500 1750 2000")
-    assert level == OK and v["lifecycle"] == "active"
+    assert fine(level, v) and v["lifecycle"] == "active"
+
+
+def test_a_degraded_command_stream_is_a_warn_while_commands_still_arrive(rig):
+    """Commands 150 ms apart (a lossy link's gaps; < command_timeout_s: never stale): the driver keeps
+    following and its diagnostics WARN, naming the gaps (gaps of at least the sleep: no timing bound)."""
+    rig.stream(TARGET, 1.2, hz=1 / 0.15)
+    level, msg, v = rig.wait_diag(lambda lvl, m, v: v.get("command_stream") == "degraded", 5.0,
+                                  "the command stream's WARN")
+    assert level == WARN and msg.startswith("command stream degraded over the last 2 s") and "arrival gaps > 100 ms" in msg
+    assert int(v["command_window_gaps_over"]) >= 2 and v["stale"] == "False"
+    assert rig.outputs() == TARGET_US  # followed all along
 
 
 def test_deadband_suppresses_repeats(rig):
@@ -351,7 +369,7 @@ def test_corrupted_frames_on_the_wire_are_rejected_counted_and_never_applied(rig
     assert rejected["crc_errors"] + rejected["length_errors"] + rejected["timeouts"] >= 6
     assert rejected["garbage_bytes"] >= 0x40
     level, msg, v = rig.wait_diag(lambda lvl, m, v: int(v["frames_unacked"]) >= 6)
-    assert rig.node.alive() and level == OK
+    assert rig.node.alive() and fine(level, v)
     assert int(v["board_crc_errors"]) >= 1 and int(v["board_rejected_total"]) >= 6
     print(f"\ncorruption: injected {sorted(i['kind'] for i in st['injected'])}, board rejected {rejected}, "
           f"driver frames_unacked={v['frames_unacked']} resends={v['resends']}, final pose exact")
@@ -370,7 +388,7 @@ def test_unplug_survives_with_error_and_reconnects(rig):
         assert rig.node.alive() and rig.probe.get_state(NODE) == "active"
         rig.board.control("plug")
         t_plug = time.monotonic()
-        level, msg, v = rig.wait_diag(lambda lvl, m, v: lvl == OK and v["link"] == "up", 5.0,
+        level, msg, v = rig.wait_diag(lambda lvl, m, v: fine(lvl, v) and v["link"] == "up", 5.0,
                                       "diagnostics OK again")
         rig.wait_outputs(TARGET_US, 5.0)
         after = rig.frames(t_plug, "set_pulses")
