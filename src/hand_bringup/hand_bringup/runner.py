@@ -232,9 +232,11 @@ def run_profile(args: argparse.Namespace) -> int:
         print(f"[runner] {'recording' if cfg.record else 'messages (no bag)'}:\n" + runner.recording_summary(),
               flush=True)
     if runner.monitor.foreign_transitions:
-        print(f"[runner] warning: {len(runner.monitor.foreign_transitions)} lifecycle change(s) of the run's nodes "
-              "came from another process:\n  " + "\n  ".join(runner.monitor.foreign_transitions),
-              file=sys.stderr, flush=True)
+        # the run was not the one asked for (a node deactivated, reconfigured... by someone else): it fails
+        print(f"[runner] error: {len(runner.monitor.foreign_transitions)} lifecycle change(s) of the run's nodes "
+              "came from another process (the run fails: its nodes were not in the states it asked for):\n  " +
+              "\n  ".join(runner.monitor.foreign_transitions), file=sys.stderr, flush=True)
+        code = code or 1
     if runner.recording_problems:
         print("[runner] error: the run lost messages:\n  " + "\n  ".join(runner.recording_problems),
               file=sys.stderr, flush=True)

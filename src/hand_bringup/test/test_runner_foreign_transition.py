@@ -1,7 +1,8 @@
 """A foreign lifecycle change during a run (issue 27): another process deactivates the servo driver
-the runner brought up. The runner reports it at once and at the end, the driver's log names the
-clients on the graph, and the runner's own bring-up and bring-down are not reported (robot
-profile: the driver and the simulated board, no tracker)."""
+the runner brought up. The runner reports it at once and at the end, and the run exits 1 (its
+nodes were not in the states it asked for); the driver's log names the clients on the graph, and
+the runner's own bring-up and bring-down are not reported (robot profile: the driver and the
+simulated board, no tracker)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hand_common.testing import RosProbe, wait_until
 NODE = contract.SERVO_DRIVER_NODE
 
 
-def test_a_foreign_deactivate_is_reported_by_the_runner_and_logged_by_the_driver(tmp_path):
+def test_a_foreign_deactivate_fails_the_run_and_is_logged_by_the_driver(tmp_path):
     out = tmp_path / "run"
     runner = subprocess.Popen([sys.executable, "-m", "hand_bringup.runner", "robot", "--out", str(out),
                                "--no-record", "--duration", "120"],
@@ -34,11 +35,12 @@ def test_a_foreign_deactivate_is_reported_by_the_runner_and_logged_by_the_driver
         probe.close()
         if runner.poll() is None:
             runner.kill()
-    assert runner.returncode == 0, output[-3000:]
+    assert runner.returncode == 1, output[-3000:]
     now = [ln for ln in output.splitlines() if ln.startswith("[runner] warning: servo_driver: lifecycle change")]
     assert [ln.split("lifecycle change ")[1].split(" not requested")[0] for ln in now] == \
         ["active -> deactivating", "inactive -> activating"], output[-3000:]
-    assert "[runner] warning: 2 lifecycle change(s) of the run's nodes came from another process" in output
+    assert "[runner] error: 2 lifecycle change(s) of the run's nodes came from another process (the run fails" \
+        in output
     log = driver_log.read_text()
     assert "lifecycle transition 'deactivate' requested from state 'active': done — by one of the clients on the " \
            "graph: /foreign_operator, /hand_runner" in log
