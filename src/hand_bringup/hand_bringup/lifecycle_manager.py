@@ -26,9 +26,11 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("node_names", [""], "Managed nodes in activation order (consumers first, the tracker last).",
               array_type=str, read_only=True),
     ParamSpec("autostart", True, "Configure and activate node_names at start-up.", read_only=True),
-    ParamSpec("transition_timeout", 30.0, "Seconds to wait for a node's lifecycle services and for each "
+    ParamSpec("transition_timeout_s", 30.0, "Seconds to wait for a node's lifecycle services and for each "
               "transition.", (1.0, 600.0), read_only=True),
 )
+#: Old names (before the unit-suffix rule, issue 25), refused at start with the new one.
+RENAMED: dict[str, str] = {"transition_timeout": "transition_timeout_s"}
 
 
 class LifecycleManager(Node):
@@ -36,10 +38,10 @@ class LifecycleManager(Node):
 
     def __init__(self) -> None:
         super().__init__(LIFECYCLE_MANAGER_NODE)
-        v = declare_specs(self, PARAMS)
+        v = declare_specs(self, PARAMS, renamed=RENAMED)
         self._names = [n for n in v["node_names"] if n]
         self._autostart = v["autostart"]
-        timeout = v["transition_timeout"]
+        timeout = v["transition_timeout_s"]
         self._client = LifecycleClient(self, timeout)
         self._lock = threading.Lock()
         self.create_service(Trigger, "~/startup", lambda req, res: self._serve(res, self._startup))

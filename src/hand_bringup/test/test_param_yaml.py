@@ -40,3 +40,30 @@ def test_the_check_catches_a_wrong_name_an_old_name_and_a_wrong_type(tables):
     problems = yaml_problems({"rate_hz": 50, "nope": 1.0, "thumb": {"channel": 0.0}, "old": 1}, rows, {"old": "new"})
     assert problems == ["rate_hz: YAML gives integer 50, the node declares double", "nope: not declared by the node",
                         "thumb.channel: YAML gives double 0.0, the node declares integer", "'old' is now 'new'"]
+
+
+#: Parameters the unit-suffix rule names but that have no unit to add (issue 25): a ratio and a
+#: growth in hand image sizes per second.
+NO_UNIT = {"playback_rate": "x real time (a ratio)", "gate_motion_rate": "hand image sizes per second of capture time"}
+
+
+def test_every_parameter_follows_the_unit_suffix_rule_and_old_names_are_refused(tables):
+    """hand_common.param_spec.unit_suffix_problem over every node's declared parameters (and the
+    lifecycle manager's); every renamed parameter's new name is declared, its old one is not."""
+    from hand_bringup import lifecycle_manager
+    from hand_common.param_spec import unit_suffix_problem
+
+    problems = []
+    numeric = ("double", "integer", "double_array", "integer_array")  # not use_sim_time (bool) and the like
+    declared = {node: ({r.name for r in rows}, {r.name for r in rows if r.type in numeric}, renamed)
+                for node, (rows, renamed) in tables.items()}
+    lm = lifecycle_manager.PARAMS
+    declared["lifecycle_manager"] = ({s.name for s in lm}, {s.name for s in lm if isinstance(s.default, float)},
+                                     lifecycle_manager.RENAMED)
+    for node, (names, measured, renamed) in declared.items():
+        problems += [f"{node}: {why}" for n in sorted(measured) if n not in NO_UNIT and (why := unit_suffix_problem(n))]
+        problems += [f"{node}: renamed {old} -> {new} but {new} is not declared" for old, new in renamed.items()
+                     if new not in names]
+        problems += [f"{node}: {old} is both declared and renamed" for old in renamed if old in names]
+    assert problems == []
+    assert all(any(n in names for names, _, _ in declared.values()) for n in NO_UNIT)  # no stale exception

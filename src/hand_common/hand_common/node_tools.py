@@ -129,13 +129,7 @@ class SafeLifecycleNode(LifecycleNode):
         specs = tuple(specs)
         self._param_specs = {s.name: s for s in specs}
         self._renamed = dict(renamed or {})
-        # rclpy has no public accessor for the overrides a node was started with (params file,
-        # -p, launch parameters): this is the one read of the private attribute.
-        given = set(getattr(self, "_parameter_overrides", {}))
-        old = sorted(n for n in given if n in self._renamed)
-        if old:
-            raise ValueError("; ".join(renamed_message(n, self._renamed[n]) for n in old))
-        values = declare_specs(self, specs, annotate=annotate)
+        values = declare_specs(self, specs, annotate=annotate, renamed=self._renamed)
         self.add_pre_set_parameters_callback(self._refuse_renamed)
         self.add_on_set_parameters_callback(self._validate_set)
         self.add_post_set_parameters_callback(self._apply_set)
@@ -275,8 +269,20 @@ def declare_spec(node: Node, spec: ParamSpec, *, annotate: bool = False) -> Any:
                     step=spec.step, read_only=spec.read_only, array_type=spec.array_type)
 
 
-def declare_specs(node: Node, specs: Iterable[ParamSpec], *, annotate: bool = False) -> dict[str, Any]:
-    """Declare every spec of a node's parameter table; returns ``{name: current value}``."""
+def declare_specs(node: Node, specs: Iterable[ParamSpec], *, annotate: bool = False,
+                  renamed: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Declare every spec of a node's parameter table; returns ``{name: current value}``.
+
+    renamed: ``{old name: new name}``; an old name the node was started with (params file, ``-p``,
+    launch) raises ValueError naming the new one ("'command_timeout' is now 'command_timeout_s'"),
+    so no node starts with a setting silently ignored."""
+    renamed = dict(renamed or {})
+    # rclpy has no public accessor for the overrides a node was started with (params file,
+    # -p, launch parameters): this is the one read of the private attribute.
+    given = set(getattr(node, "_parameter_overrides", {}))
+    old = sorted(n for n in given if n in renamed)
+    if old:
+        raise ValueError("; ".join(renamed_message(n, renamed[n]) for n in old))
     return {s.name: declare_spec(node, s, annotate=annotate) for s in specs}
 
 

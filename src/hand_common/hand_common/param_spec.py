@@ -57,6 +57,23 @@ class ParamSpec:
         return self.description + extra + ("" if self.live else " Read at configure.")
 
 
+#: The unit-suffix rule: a parameter measured in time, frequency, pulse width, angular speed or
+#: image size ends with its unit. SI lengths and angles (m, rad, rad/s: REP 103) and ratios carry none.
+UNIT_SUFFIXES = ("_s", "_ms", "_us", "_hz", "_dps", "_px")
+#: Name words that mean such a quantity (split on "_" and "."); their parameter needs a suffix.
+UNIT_WORDS = frozenset({"timeout", "period", "rate", "time", "lag", "width", "height", "cutoff", "duration",
+                        "interval", "delay", "fps"})
+
+
+def unit_suffix_problem(name: str) -> str | None:
+    """Why ``name`` breaks the unit-suffix rule (:data:`UNIT_WORDS` without one of
+    :data:`UNIT_SUFFIXES` at the end), or None."""
+    words = set(name.replace(".", "_").split("_"))
+    if words & UNIT_WORDS and not name.endswith(UNIT_SUFFIXES):
+        return f"{name}: a {'/'.join(sorted(words & UNIT_WORDS))} needs its unit at the end ({', '.join(UNIT_SUFFIXES)})"
+    return None
+
+
 def renamed_message(old: str, new: str) -> str:
     """The one wording of a refused old parameter name."""
     return f"'{old}' is now '{new}'"

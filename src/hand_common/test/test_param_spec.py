@@ -136,3 +136,32 @@ def test_field_defaults_reads_a_config_dataclass():
         c: list = field(default_factory=lambda: [1, 2])
 
     assert field_defaults(Cfg) == {"b": 2.0, "c": [1, 2]}
+
+
+def test_unit_suffix_rule():
+    from hand_common.param_spec import unit_suffix_problem
+
+    for ok in ("command_timeout_s", "timeout_ms", "publish_rate_hz", "image_width_px", "thumb.max_speed_dps",
+               "max_velocity", "realtime", "deadband", "frame_id"):
+        assert unit_suffix_problem(ok) is None, ok
+    assert unit_suffix_problem("command_timeout") == ("command_timeout: a timeout needs its unit at the end "
+                                                      "(_s, _ms, _us, _hz, _dps, _px)")
+    for bad in ("render_rate", "width", "diagnostics_period", "max_lag", "filter_min_cutoff", "calibration_time"):
+        assert unit_suffix_problem(bad), bad
+
+
+def test_declare_specs_refuses_a_renamed_parameter_given_at_start():
+    """A plain node (the lifecycle manager) started with an old name does not start; the message
+    names the new one (rclpy alone would ignore the undeclared override)."""
+    context = rclpy.Context()
+    rclpy.init(context=context, args=["--ros-args", "-p", "rate:=5.0"])
+    try:
+        node = rclpy.create_node("param_spec_renamed_test", context=context)
+        with pytest.raises(ValueError, match="'rate' is now 'rate_hz'"):
+            declare_specs(node, (ParamSpec("rate_hz", 50.0, "Hz", (1.0, 200.0)),), renamed={"rate": "rate_hz"})
+        node.destroy_node()
+        node = rclpy.create_node("param_spec_renamed_test2", context=context)
+        assert declare_specs(node, (ParamSpec("rate_hz", 50.0, "Hz", (1.0, 200.0)),)) == {"rate_hz": 50.0}
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
