@@ -162,12 +162,13 @@ class ConsoleNode(SafeLifecycleNode):
         self._robot_rows_due = False
         self._robots: list[tuple[Any, UrdfPose]] = []
         self._sent_cfg: list[Any] = []  # per robot: the configuration last sent to the page
+        self.poses_shown: list[int] = []  # per robot: poses sent to the page (figures row "robot poses")
         self.calibration = CalibrationLog()
         self._calibrating = threading.Lock()
         self._sliders_built = False
         self._last_camera: Any = None
         self.renders = 0
-        self._last_figures = self._last_plot = 0.0
+        self._last_figures = self._last_plot = self._sliders_retry_at = 0.0
 
     # --- lifecycle ----------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:
@@ -200,6 +201,7 @@ class ConsoleNode(SafeLifecycleNode):
                 handle = self.page.add_urdf(view.name, urdf, view.offset)
                 self._robots.append((handle, UrdfPose.for_urdf(urdf)))
                 self._sent_cfg.append(None)
+                self.poses_shown.append(0)
                 self.joint_slots.append(LatestSlot())
             except Exception as exc:  # noqa: BLE001 - the page works without the robot view
                 log.warning(f"robot view {view.name}: {type(exc).__name__}: {exc}")
@@ -375,15 +377,18 @@ class ConsoleNode(SafeLifecycleNode):
                 if pose_moved(self._sent_cfg[i], cfg, POSE_TOLERANCE):
                     robot.update_cfg(cfg)
                     self._sent_cfg[i] = cfg
+                    self.poses_shown[i] += 1
         now = time.monotonic()
         if now - self._last_figures >= 1.0:
             self._last_figures = now
             if self.panel.servo:
                 page.show_robot(rows=self.robot_rows())
             page.show_figures(figures(self.diagnostics, self.latency.percentiles_ms(), self.trips.trips)
-                              + [("console drops (preview / flexions)",
+                              + [("robot poses shown", ", ".join(
+                                  f"{v.name} {n}" for v, n in zip(self._views, self.poses_shown)) or "-"),
+                                 ("console drops (preview / flexions)",
                                   f"{self.preview.dropped} / {self.flexions.dropped}")])
-            if not self._sliders_built:
+            if not self._sliders_built and now >= self._sliders_retry_at:
                 self._build_sliders(page)
 
     # --- services (called from viser's threads) ------------------------------------------------------
@@ -443,8 +448,9 @@ class ConsoleNode(SafeLifecycleNode):
             names = list(res.result.names)
             desc = self._call(DescribeParameters, f"{self._tracker()}/describe_parameters",
                               DescribeParameters.Request(names=names), self._timeout())
-        except TimeoutError:
-            return  # the tracker is not up yet: tried again with the next figures
+        except TimeoutError:  # the tracker is not up yet: tried again in 10 s (each try waits 2 s for it)
+            self._sliders_retry_at = time.monotonic() + 10.0
+            return
         described = [(d.name, d.floating_point_range[0].from_value, d.floating_point_range[0].to_value,
                       d.description) for d in desc.descriptors
                      if d.type == ParameterType.PARAMETER_DOUBLE and len(d.floating_point_range)]
