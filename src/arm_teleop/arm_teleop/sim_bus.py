@@ -6,8 +6,10 @@ PING/READ/WRITE/SYNC_WRITE/SYNC_READ, and **fault injection** per servo: ``drop`
 status packets (a servo that does not answer), ``corrupt`` the next N (one bit flipped after the
 checksum was computed), ``error`` bits in the status. Present position follows the goal while
 torque is on (at ``speed_ticks_s``), stays where it is (or where :meth:`SimBus.push` moves it by
-hand) while torque is off. Every instruction that **writes** is logged (:attr:`SimBus.writes`
-and, with ``log_path``, JSON lines), so tests can prove what reached the bus.
+hand) while torque is off. Every instruction that **writes** is logged (:attr:`SimBus.writes`: the
+latest :data:`WRITE_HISTORY`, with :attr:`SimBus.writes_total` counting all of them; with
+``log_path``, every one as JSON lines), so tests can prove what reached the bus and a long session
+keeps flat memory.
 
 :class:`PtySimBus` serves a SimBus on a pty (``os.openpty``) in a thread; its slave path (or a
 symlink ``link``) is the "serial port" the driver opens with pyserial. ``sim_sts_bus --link
@@ -25,9 +27,13 @@ import sys
 import threading
 import time
 import tty
+from collections import deque
 from dataclasses import dataclass, field
 
 from arm_teleop import sts_protocol as p
+
+#: Writes a SimBus keeps in memory (a ring; ``writes_total`` counts every one, the JSON-lines log keeps all).
+WRITE_HISTORY = 10000
 
 
 @dataclass
@@ -76,7 +82,8 @@ class SimBus:
         self.drop: dict[int, int] = {}
         self.corrupt: dict[int, int] = {}
         self.error_bits: dict[int, int] = {}
-        self.writes: list[dict] = []
+        self._writes: deque[dict] = deque(maxlen=WRITE_HISTORY)
+        self.writes_total = 0
         self.instructions = 0
         self.dropped = 0
         self.corrupted = 0
@@ -87,6 +94,11 @@ class SimBus:
         if self._log:
             self._log.close()
             self._log = None
+
+    @property
+    def writes(self) -> list[dict]:
+        """The latest :data:`WRITE_HISTORY` logged writes, oldest first (a copy)."""
+        return list(self._writes)
 
     # --- test controls -------------------------------------------------------------------------------
     def inject(self, kind: str, servo_id: int, count: int = 1) -> None:
@@ -121,7 +133,8 @@ class SimBus:
 
     def _record(self, kind: str, pkt_name: str, servo_id: int, addr: int, data: bytes) -> None:
         rec = {"t": round(time.time(), 6), "instr": pkt_name, "id": servo_id, "addr": addr, "data": list(data)}
-        self.writes.append(rec)
+        self._writes.append(rec)
+        self.writes_total += 1
         if self._log:
             self._log.write(json.dumps(rec) + "\n")
 
@@ -255,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         pass
     finally:
         srv.close()
-        print(f"sim_sts_bus: {bus.instructions} instructions, {len(bus.writes)} writes", flush=True)
+        print(f"sim_sts_bus: {bus.instructions} instructions, {bus.writes_total} writes", flush=True)
     return 0
 
 

@@ -236,3 +236,21 @@ def test_write_history_is_a_ring_with_running_totals(arm):
     assert len(d.intended) == WRITE_HISTORY and d.intended_total == 2 * WRITE_HISTORY
     assert [w.kind for w in list(d.intended)[-2:]] == ["arm_goals", "gripper_goal"]
     assert d.performed_total == 0 and not d.performed
+
+
+def test_sim_bus_keeps_a_ring_of_writes_and_counts_them_all(monkeypatch, tmp_path):
+    """A long session keeps flat memory: the latest WRITE_HISTORY writes, a total of all, every
+    one in the JSON-lines log."""
+    import json
+
+    from arm_teleop import sim_bus
+
+    monkeypatch.setattr(sim_bus, "WRITE_HISTORY", 5)
+    log = tmp_path / "writes.jsonl"
+    bus = SimBus(log_path=str(log))
+    for k in range(12):
+        bus.receive(p.instruction(1, p.WRITE, [p.ADDR_GOAL_POSITION, *p.word(2000 + k)]))
+    bus.close()
+    assert bus.writes_total == 12 and len(bus.writes) == 5
+    assert [p.unword(*w["data"][:2]) for w in bus.writes] == [2007, 2008, 2009, 2010, 2011]  # the latest, in order
+    assert [p.unword(*json.loads(line)["data"][:2]) for line in log.read_text().splitlines()] == list(range(2000, 2012))
