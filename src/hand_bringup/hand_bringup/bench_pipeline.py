@@ -207,19 +207,52 @@ def _p95(values: list[float]) -> float | None:
     return percentiles_ms(values).get("p95") if values else None
 
 
-def _servo_pulses_of(flexions: dict[int, list[float]], speed_dps: float | None):
-    """(stamp ns → the driver's target pulses, channels, tolerance µs) from the servo driver's
-    parameters (its defaults = config/servo_driver.yaml): the same mapping the driver applies."""
+def _driver_config(speed_dps: float | None):
+    """The servo driver's DriverConfig from its parameters (defaults = config/servo_driver.yaml),
+    every finger's max_speed_dps set to ``speed_dps`` (None: the default)."""
     from hand_common.contract import FINGER_NAMES
-    from hand_servo_driver.horn import SG90_DEADBAND_US
     from hand_servo_driver.parameters import build_config
 
     values: dict[str, Any] = {"port": "bench"}
     if speed_dps is not None:
         values.update({f"{f}.max_speed_dps": speed_dps for f in FINGER_NAMES})
-    cfg, _ = build_config(values)
-    tol = float(np.max(cfg.deadbands_us())) + SG90_DEADBAND_US  # the driver's deadband + the horn's
-    return (lambda stamp: cfg.pulses(dict(zip(FINGER_NAMES, flexions[stamp])))), cfg.channels, tol
+    return build_config(values)[0]
+
+
+def horn_figures(board: list[dict[str, Any]], frames: list[tuple[int, int]], flexions: dict[int, list[float]],
+                 speed_dps: float | None, camera_fps: float) -> dict[str, Any]:
+    """Capture → horn at target for the shared video's fist closures: ``measured`` from the
+    board's log (``board``; empty: not measured), and modelled (``model_default``, ``model_sg90``)
+    with the driver's core fed the same flexions from an ideal ``camera_fps`` camera, each command
+    arriving at its capture time (:func:`bench_servo.replay_driver`): the rate limit's and the
+    horn's own cost at the default and at the SG90's speed, whatever the machine's load.
+    ``frames``: (frame index, capture stamp ns); ``flexions``: capture stamp ns → flexions."""
+    from hand_common.contract import FINGER_NAMES
+    from hand_servo_driver.horn import SG90_DEADBAND_US
+
+    out: dict[str, Any] = {}
+    ideal = {int(round(i / camera_fps * 1e9)): flexions[s] for i, s in frames if s in flexions}
+    ideal_frames = [(i, int(round(i / camera_fps * 1e9))) for i, s in frames if s in flexions]
+    commands = [(s * 1e-9, dict(zip(FINGER_NAMES, f)), s * 1e-9) for s, f in sorted(ideal.items())]
+    for key, dps, records, fl, fr in (("measured", speed_dps, board, flexions, frames),
+                                      ("model_default", None, None, ideal, ideal_frames),
+                                      ("model_sg90", SG90_DPS, None, ideal, ideal_frames)):
+        cfg = _driver_config(dps)
+        fists = bench_servo.fist_commands(fr, fl)
+        out.setdefault("fists", [f[0] for f in fists])
+        if records is None:
+            records = bench_servo.replay_driver(commands, cfg)
+        if not records or not fists:
+            continue
+        tol = float(np.max(cfg.deadbands_us())) + SG90_DEADBAND_US  # the driver's deadband + the horn's
+
+        def pulses_of(stamp: int, cfg=cfg, fl=fl) -> np.ndarray:
+            return cfg.pulses(dict(zip(FINGER_NAMES, fl[stamp])))
+
+        h = bench_servo.horn_latencies(records, fists, pulses_of, cfg.channels, tol)
+        out[key] = percentiles_ms([x["latency_s"] for x in h if x["latency_s"] is not None])
+        out[key]["never"] = sum(x["latency_s"] is None for x in h)
+    return out
 
 
 def _status(runner, suffix: str) -> dict[str, str]:
@@ -339,12 +372,10 @@ def run_scenario(sc: Scenario, video: str, n_frames: int, out: pathlib.Path, liv
         cpu["page_client"] = round(page_traffic["client_cpu_s"], 2)
     servo = next((e for e in runner.monitor.diagnostics.values() if servo_iface.KEY_WIRE_P95 in e), {})
     board = bench_servo.read_board_frames(out / "servo_board_pulses.jsonl")
-    horn = []
-    if board and shared and not sc.two_hand_clip:
-        pulses_of, channels, tol = _servo_pulses_of(runner.monitor.flexions, sc.servo_speed_dps)
-        fists = bench_servo.fist_commands([(f[0], f[3]) for f in runner.monitor.frames], runner.monitor.flexions)
-        horn = bench_servo.horn_latencies(board, fists, pulses_of, channels, tol)
-    horn_s = [h["latency_s"] for h in horn if h["latency_s"] is not None]
+    horn = None
+    if SERVO_DRIVER in keys and shared and not sc.tracker_only:
+        horn = horn_figures(board, [(f[0], f[3]) for f in runner.monitor.frames], runner.monitor.flexions,
+                            sc.servo_speed_dps, 30.0 * sc.playback_rate)
     twin_rtf = runner.monitor.twin_rtf
     if DEX_TWIN in keys:
         twin_rtf = _num(_status(runner, f"{NODES[DEX_TWIN].name}: physics"), "real_time_factor")
@@ -365,11 +396,10 @@ def run_scenario(sc: Scenario, video: str, n_frames: int, out: pathlib.Path, liv
         "latency_p95_second_half_ms": _p95(lat[half:]),
         "inference_ms_p95": _num(diag, "inference_ms_p95_total"),
         "wire_ms": ({"p50": _num(servo, servo_iface.KEY_WIRE_P50), "p95": _num(servo, servo_iface.KEY_WIRE_P95),
-                     "n": _num(servo, servo_iface.KEY_WIRE_N)} if servo else None),
+                     "n": _num(servo, servo_iface.KEY_WIRE_N), "commands": _num(servo, "commands"),
+                     "late": _num(servo, "commands_late")} if servo else None),
         "board_frames": bench_servo.frame_spacing(board) if board else None,
-        "horn_ms": percentiles_ms(horn_s) if horn else None,
-        "horn_missing": sum(h["latency_s"] is None for h in horn),
-        "horn": horn,
+        "horn_ms": horn,
         "command_topic": sc.latency_topic,
         "command_latency_ms": (percentiles_ms(probe.latencies({f[3] for f in runner.monitor.frames}))
                                if probe else None),
@@ -425,13 +455,19 @@ def print_report(results: list[dict[str, Any]], load: dict[str, Any]) -> None:
         if r["wire_ms"]:
             w, b = r["wire_ms"], r["board_frames"] or {}
             print(f"  capture→servo frame on the wire (driver): p50 {_fmt(w['p50'])} p95 {_fmt(w['p95'])} ms "
-                  f"(n {_fmt(w['n'])}); p95 − flexion p95 = {_fmt(_diff(w['p95'], lat.get('p95')))} ms; board: "
+                  f"(n {_fmt(w['n'])}; commands followed {_fmt(w['commands'])}, refused as late {_fmt(w['late'])}); "
+                  f"p95 − flexion p95 = {_fmt(_diff(w['p95'], lat.get('p95')))} ms\n  board: "
                   f"{b.get('frames')} frames, {_fmt(b.get('rate_hz'))}/s, most in any 10 ms {b.get('max_in_window')}, "
                   f"gaps < 10 ms {_fmt(b.get('closer_share'))}, smallest gap {_fmt(b.get('min_gap_ms'))} ms")
         if r["horn_ms"]:
-            h = r["horn_ms"]
-            print(f"  capture→horn at target (fist closures, {h['n']} finger arrivals, {r['horn_missing']} never): "
-                  f"median {_fmt(h['p50'])} p95 {_fmt(h['p95'])} max {_fmt(h['max'])} ms")
+            parts = []
+            for key, what in (("measured", "measured"), ("model_default", "driver model at the default max_speed_dps"),
+                              ("model_sg90", f"at {SG90_DPS:g} °/s")):
+                h = r["horn_ms"].get(key)
+                if h:
+                    parts.append(f"{what}: median {_fmt(h['p50'])} p95 {_fmt(h['p95'])} ms ({h['n']} arrivals, "
+                                 f"{h['never']} never)")
+            print(f"  capture→horn at target (fists at frames {r['horn_ms']['fists']}): " + "; ".join(parts))
         if r["command_latency_ms"]:
             c = r["command_latency_ms"]
             print(f"  capture→{r['command_topic']} (keep-last-1, first of each stamp): p50 {_fmt(c['p50'])} "

@@ -75,3 +75,20 @@ def test_horn_latencies_per_moving_channel():
     assert [h["channel"] for h in out] == [0, 2]
     assert out[0]["latency_s"] == pytest.approx(0.02 + (600.0 - 16.0) / SPEED_US_S, abs=1e-9)
     assert out[1]["latency_s"] is None
+
+
+def test_replay_driver_ramps_at_max_speed_and_the_horn_follows():
+    from hand_common.contract import FINGER_NAMES
+    from hand_servo_driver.parameters import build_config
+
+    cfg = build_config({"port": "bench"})[0]  # the YAML's defaults: 1000..2000 µs, 300 °/s = 3333 µs/s
+    # open for 0.5 s, then a fist held for 1 s, commands at 30 fps arriving at their capture time
+    cmds = [(k / 30.0, dict.fromkeys(FINGER_NAMES, 0.0 if k < 15 else 1.0), k / 30.0) for k in range(45)]
+    recs = bench_servo.replay_driver(cmds, cfg)
+    assert recs[-1]["outputs"] == [1000] * 5  # commands ended: stale, ramped back to the safe pose
+    first_full = next(r["t"] for r in recs if r["outputs"] == [2000] * 5)
+    assert first_full == pytest.approx(0.5 + 1000.0 / (300.0 * 11.111), abs=0.011)  # 0.3 s ramp, 10 ms ticks
+    # the SG90 (600 °/s) keeps up with a 300 °/s ramp: at the target one ramp step (<= 34 µs, a
+    # 10 ms tick at 3333 µs/s) after the last frame
+    t = bench_servo.horn_reach_time(recs, 0, 2000.0, 0.0, t_from=0.5, direction=1)
+    assert first_full <= t <= first_full + 34.0 / SPEED_US_S + 1e-9
