@@ -521,12 +521,16 @@ def console_comparison(results: list[dict[str, Any]]) -> list[str]:
             continue
         fps, p95 = _median([r["tracker_fps"] for r in runs]), _median([r["latency_ms"].get("p95") for r in runs])
         cpu = {k: _median([r["cpu_seconds"].get(k) for r in runs]) for k in (CONSOLE, "browser", "page_client")}
+        # each run against the full run of its own repetition (minutes apart at most)
+        pairs = [(r, f) for r in runs for f in full if f.get("repetition") == r.get("repetition") and f["tracker_fps"]]
+        per_run = ", ".join(f"{r['tracker_fps'] / f['tracker_fps']:.3f}" for r, f in pairs if r["tracker_fps"])
         lines.append(
             f"{name}/full ({len(runs)} vs {len(full)} runs, medians; issue 23 targets: fps ratio >= 0.98, p95 + <= 2 ms):"
             f" fps ratio {f'{fps / fps_full:.3f}' if fps else '-'}; capture→flexion p95 {_fmt(_diff(p95, p95_full))} ms;"
             f" tracker CPU {_fmt(_median([tracker_ms_per_frame(r) for r in runs]))} vs "
             f"{_fmt(_median([tracker_ms_per_frame(r) for r in full]))} ms/frame; CPU s console {_fmt(cpu[CONSOLE])}, "
-            f"browser {_fmt(cpu['browser'])}, headless page client {_fmt(cpu['page_client'])}")
+            f"browser {_fmt(cpu['browser'])}, headless page client {_fmt(cpu['page_client'])}"
+            + (f"; fps ratio per repetition {per_run}" if per_run else ""))
     return lines
 
 
@@ -573,8 +577,9 @@ def main(argv: list[str] | None = None) -> int:
             source = make_two_hand_clip(video, str(out / "two_hand_clip.mp4")) if sc.two_hand_clip else video
             run = f" ({k + 1}/{args.repeat})" if args.repeat > 1 else ""
             print(f"[bench] scenario {name}{run}: {n} frames of {source} (load {os.getloadavg()[0]:.2f})", flush=True)
-            results.append(run_scenario(sc, source, n, out / (f"{name}_{k + 1}" if args.repeat > 1 else name),
-                                        args.live_render, shared, not args.no_nice, args.drop_late))
+            results.append({**run_scenario(sc, source, n, out / (f"{name}_{k + 1}" if args.repeat > 1 else name),
+                                           args.live_render, shared, not args.no_nice, args.drop_late),
+                            "repetition": k + 1})
     load["after"] = [round(x, 2) for x in os.getloadavg()]
     print_report(results, load)
     print(f"\n[bench] {len(results)} scenarios in {time.monotonic() - t0:.0f} s; figures in {out}")
