@@ -1,8 +1,9 @@
 """``servo_driver``: lifecycle node driving SG90 tendon servos from ``/hand/target_flexions``.
 
 Thin wiring around pure modules: parameters (:mod:`parameters`) → :class:`core.DriverCore`
-(mapping, deadband, rate limit, stale check, acknowledgements) → :class:`link.SerialLink`
-(pyserial, reconnection) speaking :mod:`protocol` to the board (firmware or ``sim_board``).
+(mapping, deadband, rate limit, stale check, acknowledgements) → the link from
+:func:`transport.open_transport`: :class:`link.SerialLink` (pyserial, reconnection) speaking
+:mod:`protocol` to the board (firmware or ``sim_board``), or :class:`transport.DryRunLink`.
 
 Lifecycle (ros2/demos lifecycle_py style):
 - on_configure: read parameters, open the port (retrying up to ``connect_timeout_s``; FAILURE
@@ -47,6 +48,7 @@ from hand_servo_driver.core import DriverConfigError, DriverCore
 from hand_servo_driver.driver_config import safety_problems
 from hand_servo_driver.link import LinkError, SerialLink
 from hand_servo_driver.parameters import PARAMS, build_config, cross_parameter_problems
+from hand_servo_driver.transport import DRY_RUN_STATUS, DryRunLink, open_transport
 
 DIAG_NAME = "servo_driver: serial link"
 #: A board rejection (ERROR) or clamping (WARN) is reported for this long after it happened (s).
@@ -76,7 +78,7 @@ class ServoDriverNode(SafeLifecycleNode):
         #: every parameter set and lifecycle transition requested of this node, logged with the caller
         self.callers = ServiceCallers(self)
         self._core: DriverCore | None = None
-        self._link: SerialLink | None = None
+        self._link: SerialLink | DryRunLink | None = None  # transport.open_transport
         self._parser = p.Parser()
         self._settings = None
         self._pending_config = None
@@ -88,8 +90,6 @@ class ServoDriverNode(SafeLifecycleNode):
         self._ignored = 0
         self._last_ignored = ""
         self._link_was_up = False
-        self._dry_pending = ""
-        self._dry_logged_t = 0.0
         self._board_checked = False
         self._board_problems: list[str] = []
         self._ramp_why = ""  # a ramp to the safe pose is under way: what it is for (logged when done)
@@ -160,21 +160,17 @@ class ServoDriverNode(SafeLifecycleNode):
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
         self._settings = settings
-        if not settings.dry_run:
-            link = SerialLink(settings.port, settings.baud, settings.write_timeout_s, settings.reconnect_min_s,
-                              settings.reconnect_max_s, opener=self.opener)
-            try:
-                link.open_with_retry(settings.connect_timeout_s)
-            except LinkError as exc:
-                # the message says how many attempts over how long (connect_timeout_s is honoured)
-                self.get_logger().error(f"configure failed: {exc}; connect_timeout_s {settings.connect_timeout_s:g} s")
-                return TransitionCallbackReturn.FAILURE
-            self._link = link
-            self._link_was_up = True
-            self.get_logger().info(f"opened {settings.port} at {settings.baud} baud")
-        else:
-            self.get_logger().info("dry run: no port; intended pulses are logged")
-        self._core = DriverCore(cfg, expect_acks=not settings.dry_run)
+        try:
+            link = open_transport(settings, self.get_logger().info, opener=self.opener)
+        except LinkError as exc:
+            # the message says how many attempts over how long (connect_timeout_s is honoured)
+            self.get_logger().error(f"configure failed: {exc}; connect_timeout_s {settings.connect_timeout_s:g} s")
+            return TransitionCallbackReturn.FAILURE
+        self._link = link
+        self._link_was_up = True
+        self.get_logger().info(f"opened {settings.port} at {settings.baud} baud" if link.acknowledges
+                               else "dry run: no port; intended pulses are logged")
+        self._core = DriverCore(cfg, expect_acks=link.acknowledges)
         self._sources = CommandSources(settings.command_source)
         self._sources_warned = ()
         self._board_checked = False
@@ -203,7 +199,7 @@ class ServoDriverNode(SafeLifecycleNode):
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
         sendable = self._can_send()
         self._write(self._core.deactivate(time.monotonic()))
-        self._flush_dry_log(force=True)
+        self._flush_log(force=True)
         if sendable:
             self._report_safe_ramp("inactive")
         else:
@@ -220,20 +216,18 @@ class ServoDriverNode(SafeLifecycleNode):
         return super().on_error(state)
 
     def _go_safe(self, why: str) -> None:
-        """Before the release of shutdown/error: the safe pose if the port (or dry run) can take it."""
+        """Before the release of shutdown/error: the safe pose if the link (port or dry run) can take it."""
         if self._core is not None:
             if self._can_send():
                 self._write(self._core.deactivate(time.monotonic()))
                 self._finish_safe_ramp(why)
-                self._flush_dry_log(force=True)
+                self._flush_log(force=True)
                 self.get_logger().info(f"{why}: safe {self._core.config.safe_mode} sent")
             elif self._link is not None:
                 self.get_logger().warning(f"{why}: serial link down, cannot send the safe pose; the board's "
                                           "watchdog makes it safe")
 
     def _can_send(self) -> bool:
-        if self._settings is not None and self._settings.dry_run:
-            return True
         return self._link is not None and self._link.up
 
     def _report_safe_ramp(self, why: str) -> None:
@@ -348,7 +342,7 @@ class ServoDriverNode(SafeLifecycleNode):
         if not self._can_send():
             self._check_link_down()
             return  # nothing can go out; the board's own watchdog keeps it safe
-        self._flush_dry_log()
+        self._flush_log()
         was_stale = core.stale
         self._write(core.step(now))
         if self._ramp_why:
@@ -359,33 +353,19 @@ class ServoDriverNode(SafeLifecycleNode):
         self._check_link_down()
 
     def _write(self, frames: list[bytes]) -> None:
-        if not frames:
-            return
-        if self._settings is not None and self._settings.dry_run:
-            for fr in frames:
-                for f in p.Parser().feed(fr, 0):
-                    if f.type == p.MsgType.SET_PULSES:
-                        self._dry_pending = f"dry run: would send {p.describe(f)}"
-                    elif f.type == p.MsgType.SAFE:
-                        self.get_logger().info(f"dry run: would send {p.describe(f)}")
-            self._flush_dry_log()
-            return
         link = self._link
-        if link is None:
+        if not frames or link is None:
             return
         for fr in frames:
             if not link.write(fr):
                 break
+        link.flush_log()
         self._check_link_down()
 
-    def _flush_dry_log(self, force: bool = False) -> None:
-        """Dry run: log the newest intended SET_PULSES at most every 0.25 s; the last one of a
-        ramp is always logged (from the timer), so the log ends on the pose actually reached."""
-        now = time.monotonic()
-        if self._dry_pending and (force or now - self._dry_logged_t >= 0.25):
-            self.get_logger().info(self._dry_pending)
-            self._dry_pending = ""
-            self._dry_logged_t = now
+    def _flush_log(self, force: bool = False) -> None:
+        """A dry run's newest intended pulses, at most every transport.LOG_PERIOD_S (see DryRunLink)."""
+        if self._link is not None:
+            self._link.flush_log(force)
 
     def _check_link_down(self) -> None:
         link = self._link
@@ -407,8 +387,8 @@ class ServoDriverNode(SafeLifecycleNode):
         sources = self._sources
         sources_warning = sources.warning(now, contract.TOPIC_TARGET_FLEXIONS)
         quality = core.quality.summary(now)
-        if settings.dry_run:
-            message = "dry run: no port, intended pulses logged"
+        if link is not None and not link.acknowledges:
+            message = DRY_RUN_STATUS
         elif link is None or not link.up:
             level = DiagnosticStatus.ERROR
             why = link.last_error if link is not None else "port closed"
@@ -450,7 +430,7 @@ class ServoDriverNode(SafeLifecycleNode):
             message = ("active: following " + contract.TOPIC_TARGET_FLEXIONS) if state == "active" else \
                 f"{state}: outputs held safe"
         values = {
-            "lifecycle": state, "link": "dry_run" if settings.dry_run else (link.state if link else "closed"),
+            "lifecycle": state, "link": link.state if link else "closed",
             "port": settings.port, "baud": settings.baud,
             "frames_sent": st.frames_sent, "frames_acked": st.frames_acked, "frames_unacked": st.frames_unacked,
             "last_acked_seq": core.last_acked_seq if core.last_acked_seq is not None else -1,
@@ -493,7 +473,7 @@ class ServoDriverNode(SafeLifecycleNode):
                 values[f"board_{k}"] = v
             values["board_rejected_total"] = b.rejected
         return DiagnosticStatus(level=level, name=DIAG_NAME, message=message,
-                                hardware_id=settings.port if not settings.dry_run else "dry_run",
+                                hardware_id=link.port if link is not None else settings.port,
                                 values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
 
     def _check_sources(self) -> None:

@@ -66,9 +66,15 @@ class SerialLink:
         self.write_stalls = 0  #: writes that found bytes pending longer than write_timeout_s
         self._clock = clock
 
+    #: the far end (firmware or sim_board) answers with STATUS frames (see transport.DryRunLink)
+    acknowledges = True
+
     @property
     def up(self) -> bool:
         return self.state == "up"
+
+    def flush_log(self, force: bool = False) -> None:
+        """Nothing to log: a real port's bytes are its record (transport.DryRunLink logs instead)."""
 
     def open(self) -> None:
         """Open the port once; LinkError if it cannot be opened."""
