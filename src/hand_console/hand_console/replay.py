@@ -6,7 +6,9 @@ gets a timeline slider (scrub), Play and Pause. At any moment t (s from the firs
 stamps) it shows the frame of that moment — the tracker's source video read at the landmarks'
 ``frame_index`` (the run's ``source`` from its diagnostics, or ``--video``) — with its landmarks and
 the gate's verdict, the flexions at t with the 10 s before, and the tracker's figures of that
-moment. A bag without the video still shows landmarks on a blank frame.
+moment. A bag without the video still shows landmarks on a blank frame. When the bag holds a
+robot's joint states (:data:`REPLAY_ROBOTS`: the tendon twin's, the joint mapper's, the dexterous
+twin's, the SO-101 twin's - the first one recorded), its URDF is shown posed as at that moment.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ import numpy as np
 from hand_common import contract
 from hand_console import keys
 from hand_console.state import MAX_RENDER_HZ, FlexionHistory, HandInfo, figures, find_status, gate_view
+
+#: Profiles whose robot a replay shows, in order of preference: the first whose joint-state topic
+#: the bag holds (:data:`hand_console.robots.ROBOT_VIEWS`; one robot each).
+REPLAY_ROBOTS = ("sim", "rviz", "dex", "arm")
 
 
 @dataclass
@@ -52,6 +58,10 @@ class ReplayData:
     diagnostics: list[tuple[float, dict[str, dict[str, str]]]] = field(default_factory=list)
     source: str = ""
     duration_s: float = 0.0
+    #: the robot shown (a :class:`hand_console.robots.RobotView`, None: none recorded) and its joint
+    #: states (t s on the axis, names, positions) in time order
+    robot: Any = None
+    joints: list[tuple[float, list[str], list[float]]] = field(default_factory=list)
 
     @classmethod
     def load(cls, bag: str | os.PathLike, side: str | None = None) -> ReplayData:
@@ -99,7 +109,26 @@ class ReplayData:
         tracker = find_status(merged, keys.TRACKER_NODE, keys.TRACKER_STATUS_SUFFIX)
         data.source = tracker.get(keys.TRACKER_SOURCE, "")
         data.duration_s = max(data.frames[-1].t, float(data.flex_t[-1]) if len(data.flex_t) else 0.0)
+        data._load_robot(bag, counts, t0)
         return data
+
+    def _load_robot(self, bag, counts: dict, t0_ns: int) -> None:
+        from hand_common.bag import read_messages
+        from hand_console.robots import robot_views
+
+        views = [v for p in REPLAY_ROBOTS for v in robot_views(p)]
+        self.robot = next((v for v in views if v.topic_name() in counts), None)
+        if self.robot is None:
+            return
+        for _, _, msg in read_messages(bag, [self.robot.topic_name()]):
+            self.joints.append(((_stamp(msg.header.stamp) - t0_ns) * 1e-9, list(msg.name),
+                                [float(x) for x in msg.position]))
+        self.joints.sort(key=lambda j: j[0])
+
+    def joints_at(self, t: float) -> tuple[list[str], list[float]] | None:
+        """The robot's last joint state at or before ``t`` (names, positions), None before the first."""
+        i = bisect.bisect_right([j[0] for j in self.joints], t) - 1
+        return (self.joints[i][1], self.joints[i][2]) if i >= 0 else None
 
     def frame_at(self, t: float) -> Frame:
         """The last frame captured at or before ``t`` (the first one before it)."""
@@ -181,6 +210,15 @@ class Replay:
                                 controls=Controls(on_seek=self.seek, on_play=self.play),
                                 timeline_s=max(data.duration_s, 0.01))
         self.shown_t: float | None = None
+        self.robot = self.pose = None  # the URDF in the scene and its joint-state -> configuration map
+        if data.robot is not None and data.joints:
+            import yourdfpy
+
+            from hand_console.robots import UrdfPose
+
+            urdf = yourdfpy.URDF.load(str(data.robot.urdf()), load_meshes=True, build_scene_graph=True)
+            self.robot = self.page.add_urdf(data.robot.name, urdf, data.robot.offset)
+            self.pose = UrdfPose.for_urdf(urdf)
 
     def seek(self, t_s: float) -> None:
         with self._lock:
@@ -208,6 +246,8 @@ class Replay:
         ts, vs = hist.series()
         self.page.show_flexions(latest, ts, vs)
         self.page.show_figures(figures(diag, (None, None), {}))
+        if self.robot is not None and (js := self.data.joints_at(t)) is not None:
+            self.robot.update_cfg(self.pose.update(*js))
         self.shown_t = t
 
     def run(self, duration_s: float | None = None) -> None:

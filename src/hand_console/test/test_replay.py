@@ -31,10 +31,28 @@ def flexion(i: int) -> list[float]:
     return [round((i % 30) / 30.0 * (d + 1) / 5.0, 4) for d in range(5)]
 
 
+def hand_joints() -> tuple[list[str], list[tuple[float, float]]]:
+    """The sim profile's hand URDF: its actuated joints and their (lower, upper) limits."""
+    import yourdfpy
+
+    from hand_console.robots import robot_views
+
+    urdf = yourdfpy.URDF.load(str(robot_views("sim")[0].urdf()), load_meshes=False, build_scene_graph=False)
+    names = list(urdf.actuated_joint_names)
+    return names, [(urdf.joint_map[n].limit.lower, urdf.joint_map[n].limit.upper) for n in names]
+
+
+def twin_joints(i: int) -> list[float]:
+    """Ground truth: the twin's joints at frame i, each at i/N of its range."""
+    return [lo + (hi - lo) * i / N for lo, hi in hand_joints()[1]]
+
+
 @pytest.fixture(scope="module")
 def bag(tmp_path_factory, video_path):
     path = tmp_path_factory.mktemp("replay") / "sim_bag"
+    names = hand_joints()[0]
     with BagWriter(path) as w:
+        w.add(contract.TOPIC_TWIN_JOINT_STATES, "sensor_msgs/msg/JointState")
         w.add(contract.TOPIC_LANDMARKS, "hand_msgs/msg/HandLandmarksArray")
         w.add(contract.TOPIC_TARGET_FLEXIONS, "sensor_msgs/msg/JointState")
         w.add(contract.TOPIC_DIAGNOSTICS, "diagnostic_msgs/msg/DiagnosticArray")
@@ -51,6 +69,9 @@ def bag(tmp_path_factory, video_path):
             js.header.stamp = lm.header.stamp
             w.write(contract.TOPIC_LANDMARKS, t_ns + 20_000_000, serialize_message(lm))
             w.write(contract.TOPIC_TARGET_FLEXIONS, t_ns + 30_000_000, serialize_message(js))
+            twin = JointState(name=names, position=twin_joints(i))
+            twin.header.stamp = lm.header.stamp  # the twin stamps its states with the command's capture stamp
+            w.write(contract.TOPIC_TWIN_JOINT_STATES, t_ns + 35_000_000, serialize_message(twin))
             if i % 30 == 0:
                 st = DiagnosticStatus(name=f"{contract.TRACKER_NODE}: tracking", values=[
                     KeyValue(key="tracking", value="tracked"), KeyValue(key="frames", value=str(i)),
@@ -74,6 +95,25 @@ def test_a_recorded_run_on_one_time_axis(bag, video_path):
     assert data.diagnostics_at(2.5)[f"{contract.TRACKER_NODE}: tracking"]["frames"] == "60"
     with pytest.raises(ValueError, match="no /hand/left/landmarks recorded"):
         ReplayData.load(bag, side="left")
+    # the recorded twin's joint states: the sim profile's hand, posed as at each moment
+    assert data.robot.name == "hand" and data.robot.topic_name() == contract.TOPIC_TWIN_JOINT_STATES
+    assert data.joints_at(-0.1) is None
+    names, positions = data.joints_at(55.5 / FPS)
+    assert names == hand_joints()[0] and positions == pytest.approx(twin_joints(55))
+
+
+def test_the_replay_poses_the_recorded_robot(bag):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    replay = Replay(ReplayData.load(bag), "127.0.0.1", port)
+    try:
+        assert replay.robot is not None and list(replay.pose.names) == hand_joints()[0]
+        for i in (70, 20):  # scrubbing back poses it as it was then
+            replay.show(i / FPS)
+            assert replay.pose.cfg == pytest.approx(twin_joints(i))
+    finally:
+        replay.close()
 
 
 def test_video_frames_by_index_seek_or_read_on(video_path):
