@@ -27,6 +27,7 @@ import numpy as np
 
 from arm_teleop import sts_protocol as p
 from arm_teleop.arm_model import ALL_JOINTS
+from arm_teleop.bus import DryRunBus
 
 TICKS_PER_RAD = p.TICKS_PER_TURN / (2 * math.pi)
 #: Writes the driver keeps for inspection (``intended``/``performed`` rings; the totals are
@@ -127,22 +128,23 @@ class Write:
 
 
 class ArmDriverCore:
-    """Drives one bus at one opt-in level. ``bus``: an object with the :class:`~arm_teleop.sts_bus.StsBus`
-    methods (None in DRY_RUN). ``lower``/``upper``: joint limits (gripper = model ctrlrange)."""
+    """Drives one bus at one opt-in level. ``bus``: from :func:`arm_teleop.bus.open_bus` (the
+    :mod:`arm_teleop.bus` interface; None or any bus in DRY_RUN = a :class:`~arm_teleop.bus.DryRunBus`).
+    ``lower``/``upper``: joint limits (gripper = model ctrlrange)."""
 
     def __init__(self, level: OptIn, calibration: Calibration, lower: np.ndarray, upper: np.ndarray, bus=None,
                  gripper_open: float | None = None):
         problem = calibration.problem()
         if problem:
             raise ValueError(problem)
-        if level != OptIn.DRY_RUN and bus is None:
+        if level != OptIn.DRY_RUN and (bus is None or not bus.real):
             raise ValueError(f"{level.value} needs a bus")
         self.level = level
         self.cal = calibration
         self.lower = np.asarray(lower, dtype=float)
         self.upper = np.asarray(upper, dtype=float)
         self.gripper_open = float(self.upper[-1] if gripper_open is None else gripper_open)
-        self.bus = bus if level != OptIn.DRY_RUN else None
+        self.bus = bus if level != OptIn.DRY_RUN else DryRunBus(getattr(bus, "port", ""))
         self.torque_on = False
         # the latest writes (rings of WRITE_HISTORY) and their running totals
         self.intended: deque[Write] = deque(maxlen=WRITE_HISTORY)  # DRY_RUN / READ_ONLY: what MOTION would write
@@ -154,7 +156,7 @@ class ArmDriverCore:
     # --- lifecycle ---------------------------------------------------------------------------------
     def connect(self) -> dict[int, int]:
         """Open, ping every servo (model numbers), torque off. Returns {id: model}."""
-        if self.bus is None:
+        if not self.bus.real:
             return {}
         self.bus.open()
         models = {sid: self.bus.ping(sid) for sid in self.cal.ids}
@@ -175,7 +177,7 @@ class ArmDriverCore:
         return q
 
     def torque_off(self) -> None:
-        if self.bus is None:
+        if not self.bus.real:
             return
         for sid in self.cal.ids:
             self.bus.write_byte(sid, p.ADDR_TORQUE_ENABLE, 0)
@@ -185,7 +187,7 @@ class ArmDriverCore:
     def shutdown(self) -> None:
         """MOTION: open the gripper, then torque off everything. READ_ONLY: torque off. Errors are
         collected in ``last_error`` (every step is still tried)."""
-        if self.bus is None:
+        if not self.bus.real:
             return
         errors = []
         if self.level == OptIn.MOTION and self.torque_on:
@@ -238,7 +240,5 @@ class ArmDriverCore:
 
     def read(self) -> np.ndarray:
         """Measured joints (6,) rad (READ_ONLY/MOTION). BusError from the bus after its retries."""
-        if self.bus is None:
-            raise RuntimeError("dry run: no bus to read")
         ticks = [self.bus.read_position(sid) for sid in self.cal.ids]
         return self.cal.to_rad(np.array(ticks))

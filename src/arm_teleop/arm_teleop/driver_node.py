@@ -30,6 +30,7 @@ from sensor_msgs.msg import JointState
 
 from arm_teleop import topics
 from arm_teleop.arm_model import ALL_JOINTS, ModelError, load_arm
+from arm_teleop.bus import BusError, open_bus
 from arm_teleop.driver_core import ArmDriverCore, Calibration, OptIn, WriteCap, opt_in_level
 from hand_common import contract
 from hand_common.node_tools import SafeLifecycleNode, run
@@ -93,8 +94,6 @@ class DriverNode(SafeLifecycleNode):
 
     # --- lifecycle ---------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:
-        from arm_teleop.sts_bus import BusError, StsBus
-
         level = opt_in_level(self._p("real_hardware"), self._p("allow_motion"))
         if self._p("allow_motion") and not self._p("real_hardware"):
             self.get_logger().warning("allow_motion without real_hardware: dry run")
@@ -105,14 +104,13 @@ class DriverNode(SafeLifecycleNode):
             problem = cal.problem()
             if problem:
                 raise ValueError(problem)
-            bus = None
-            if level != OptIn.DRY_RUN:
-                bus = StsBus(self._p("port"), self._p("baud"), self._p("retries"), self._p("timeout_ms"))
+            bus = open_bus(level != OptIn.DRY_RUN, self._p("port"), self._p("baud"), self._p("retries"),
+                           self._p("timeout_ms"))
             self.core = ArmDriverCore(level, cal, arm.lower, arm.upper, bus, gripper_open=arm.gripper_open)
             models = self.core.connect()
         except (ValueError, ModelError, BusError) as exc:
             self.get_logger().error(f"configure failed ({level.value}): {exc}")
-            if self.core is not None and self.core.bus is not None:
+            if self.core is not None:
                 self.core.bus.close()
             self.core = None
             return TransitionCallbackReturn.FAILURE
@@ -199,8 +197,6 @@ class DriverNode(SafeLifecycleNode):
             return
         if not self._cap.take(now, float(self._p("max_write_rate_hz"))):
             return
-        from arm_teleop.sts_bus import BusError
-
         try:
             writes = core.command(self._cmd)
         except (BusError, OSError) as exc:
@@ -218,10 +214,8 @@ class DriverNode(SafeLifecycleNode):
         core = self.core
         if core is None:
             return
-        from arm_teleop.sts_bus import BusError
-
         try:
-            if core.bus is not None:
+            if core.bus.real:
                 q = core.read()
                 js = JointState()
                 js.header.stamp = self.get_clock().now().to_msg()
@@ -245,7 +239,7 @@ class DriverNode(SafeLifecycleNode):
         vals = {"opt_in": core.level.value, "torque_on": core.torque_on, "commands": self._sent,
                 "writes_held": self._cap.held,
                 "intended_writes": core.intended_total, "errors": self._errors}
-        if core.bus is not None:
+        if core.bus.real:
             s = core.bus.stats
             vals.update(transactions=s.transactions, retries=s.retries, timeouts=s.timeouts,
                         corrupted=s.corrupted, failures=s.failures)

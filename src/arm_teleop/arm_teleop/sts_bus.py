@@ -19,22 +19,19 @@ archive, Unlicense) flushes the *output* there instead. What the SDK lacks, this
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import scservo_sdk as sdk
 import serial
 
 from arm_teleop import sts_protocol as p
+from arm_teleop.bus import BusError, BusStats
+
+__all__ = ["BusError", "BusStats", "StsBus"]  # the errors and stats live in arm_teleop.bus (DryRunBus shares them)
 
 RESULT_NAMES = {sdk.COMM_SUCCESS: "success", sdk.COMM_PORT_BUSY: "port busy", sdk.COMM_TX_FAIL: "tx failed",
                 sdk.COMM_RX_FAIL: "rx failed", sdk.COMM_TX_ERROR: "bad instruction", sdk.COMM_RX_WAITING: "rx waiting",
                 sdk.COMM_RX_TIMEOUT: "no status packet", sdk.COMM_RX_CORRUPT: "corrupted status packet",
                 sdk.COMM_NOT_AVAILABLE: "not available"}
 RETRYABLE = (sdk.COMM_RX_TIMEOUT, sdk.COMM_RX_CORRUPT)
-
-
-class BusError(RuntimeError):
-    """The bus could not be used (port, or a servo that keeps not answering)."""
 
 
 class _Port(sdk.PortHandler):
@@ -60,17 +57,10 @@ class _Port(sdk.PortHandler):
         self.packet_timeout = self.tx_time_per_byte * (packet_length + 3) + self.timeout_ms
 
 
-@dataclass
-class BusStats:
-    transactions: int = 0
-    retries: int = 0
-    timeouts: int = 0
-    corrupted: int = 0
-    failures: int = 0
-
-
 class StsBus:
-    """One STS bus: ``port`` (device or pty path), 1 Mbaud by default."""
+    """One STS bus: ``port`` (device or pty path), 1 Mbaud by default (see :mod:`arm_teleop.bus`)."""
+
+    real = True  #: bytes reach servos (or sim_sts_bus's); arm_teleop.bus.DryRunBus: False
 
     def __init__(self, port: str, baud: int = 1_000_000, retries: int = 3, timeout_ms: float = 20.0):
         self.port = port

@@ -254,3 +254,32 @@ def test_sim_bus_keeps_a_ring_of_writes_and_counts_them_all(monkeypatch, tmp_pat
     assert bus.writes_total == 12 and len(bus.writes) == 5
     assert [p.unword(*w["data"][:2]) for w in bus.writes] == [2007, 2008, 2009, 2010, 2011]  # the latest, in order
     assert [p.unword(*json.loads(line)["data"][:2]) for line in log.read_text().splitlines()] == list(range(2000, 2012))
+
+
+def test_one_factory_for_the_bus_a_dry_run_refuses_every_transaction(arm):
+    """arm_teleop.bus.open_bus: real_hardware -> StsBus (here on sim_sts_bus's pty: the same byte
+    path as an adapter), else a DryRunBus that opens nothing and raises on any transaction."""
+    from arm_teleop.bus import DryRunBus, open_bus
+
+    dry = open_bus(False, "/dev/ttyACM0")
+    assert isinstance(dry, DryRunBus) and not dry.real and dry.port == "/dev/ttyACM0"
+    dry.open()
+    dry.close()
+    for call in (lambda: dry.ping(1), lambda: dry.read_position(2), lambda: dry.write_byte(3, p.ADDR_TORQUE_ENABLE, 1),
+                 lambda: dry.write_word(4, p.ADDR_GOAL_POSITION, 2048), lambda: dry.sync_write_positions({5: 2048})):
+        with pytest.raises(BusError, match="dry run: no bus"):
+            call()
+    srv = PtySimBus(SimBus())
+    real = open_bus(True, srv.port, retries=2, timeout_ms=15)
+    assert isinstance(real, StsBus) and real.real
+    core = ArmDriverCore(OptIn.READ_ONLY, Calibration(), arm.lower, arm.upper, real, gripper_open=arm.gripper_open)
+    try:
+        assert core.connect() == {i: p.STS3215_MODEL for i in range(1, 7)}
+    finally:
+        core.shutdown()
+        srv.close()
+    with pytest.raises(ValueError, match="read_only needs a bus"):
+        ArmDriverCore(OptIn.READ_ONLY, Calibration(), arm.lower, arm.upper, dry)
+    core = ArmDriverCore(OptIn.DRY_RUN, Calibration(), arm.lower, arm.upper, real)  # a dry run never uses it
+    assert not core.bus.real and core.connect() == {} and [w.kind for w in core.command(arm.keyframe("ready"))] == [
+        "arm_goals", "gripper_goal"]
