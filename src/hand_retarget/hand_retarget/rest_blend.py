@@ -51,7 +51,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hand_tracking.geometry import Windows, finger_curls, fused_points, joint_angles
+from hand_tracking.fusion import fused_points
+from hand_tracking.geometry import Windows, finger_curls, joint_angles
 
 #: The 4 landmarks of each digit (thumb CMC MCP IP TIP; fingers MCP PIP DIP TIP), FINGER_NAMES order.
 DIGITS = ((1, 2, 3, 4), (5, 6, 7, 8), (9, 10, 11, 12), (13, 14, 15, 16), (17, 18, 19, 20))

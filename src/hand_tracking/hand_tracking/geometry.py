@@ -100,44 +100,9 @@ def image_points(image_landmarks: ArrayLike, width: int, height: int) -> np.ndar
 
 
 #: How the tracker builds the skeleton its angles come from (``landmark_mode``): MediaPipe's
-#: world head alone, its image head alone (in pixels), or the two fused (:func:`fused_points`).
+#: world head alone, its image head alone (in pixels), or the two fused
+#: (:func:`hand_tracking.fusion.fused_points`).
 LANDMARK_MODES = ("fused", "world", "image")
-
-
-def fused_points(image_landmarks: ArrayLike, world_landmarks: ArrayLike, width: int, height: int,
-                 *, depth_weight: float = 0.5) -> np.ndarray:
-    """Fuse MediaPipe's two heads into one metric skeleton, metres, camera axes.
-
-    image_landmarks: (..., 21, 3) normalised image landmarks; world_landmarks: (..., 21, 3)
-    world landmarks (m, hand-centred, camera axes); width/height: image size in pixels.
-    Returns (..., 21, 3) points in metres, centred on the world landmarks' centroid.
-
-    In-plane coordinates (x, y) come from the image head, which follows the picture closely
-    (its fingers are straight when the picture's are): the landmarks are scaled by the frame
-    (:func:`image_points`, so that the aspect ratio does not bend angles) and fitted onto the
-    world head's picture plane by the least-squares scale ``s`` that maps the centred image x/y
-    onto the centred world x/y (both heads use the camera's axes, so no rotation is fitted).
-    Depth is the same for the whole hand: ``z = w * s * z_image + (1 - w) * z_world`` (both
-    centred), ``w = depth_weight`` in [0, 1]: the image head's relative depth brought to metres
-    by the same ``s``, blended with the world head's metric depth. Non-finite input gives
-    non-finite output (rejected downstream by :func:`check_skeleton`). ValueError for a bad
-    size or weight.
-    """
-    if not 0.0 <= depth_weight <= 1.0:
-        raise ValueError(f"depth_weight must be in [0, 1], got {depth_weight}")
-    img = image_points(image_landmarks, width, height)
-    wld = _as_points(world_landmarks)
-    with np.errstate(all="ignore"):
-        ic = img - img.mean(axis=-2, keepdims=True)
-        wc = wld.mean(axis=-2, keepdims=True)
-        w0 = wld - wc
-        num = np.einsum("...ij,...ij->...", ic[..., :2], w0[..., :2])
-        den = np.einsum("...ij,...ij->...", ic[..., :2], ic[..., :2])
-        s = np.where(den > _EPS, num / den, np.nan)[..., None, None]
-        out = np.empty_like(img)
-        out[..., :2] = s * ic[..., :2]
-        out[..., 2:] = depth_weight * s * ic[..., 2:] + (1.0 - depth_weight) * w0[..., 2:]
-    return out + wc
 
 
 #: Longest in-picture length of each bone (BONES order) relative to the hand's own image size
@@ -186,8 +151,6 @@ def most_open_angles(shape: ArrayLike, full_lengths: ArrayLike) -> np.ndarray:
         cos = (-np.einsum("ij,ij->i", bone[a], bone[b]) - rise[a] * rise[b]) / (length[a] * length[b])
         ang = np.arccos(np.clip(cos, -1.0, 1.0))
     return np.where(np.isfinite(ang), ang, math.pi)
-
-
 def joint_angles(points: ArrayLike) -> np.ndarray:
     """Interior angles of the 15 joints, radians in [0, pi] (pi = straight).
 

@@ -148,9 +148,11 @@ def test_a_fast_fist_after_blurred_frames_is_followed_not_held(lm, blurred):
 
 
 def test_unconfirmed_readings_are_rare_and_short_on_the_real_video(lm):
-    """Only the first frame of a real finger event disagrees with its predecessor: on the shared
-    video 15 of 621 frames are unconfirmed (measured), never more than 2 in a row, so a hold falls
-    back at most 2 frames."""
+    """Only the first frames of a real finger event disagree with their predecessor: on the shared
+    video 14 of 621 frames are unconfirmed (measured; 15 before the view-aware depth), never more
+    than 3 in a row (605-607, the final fist closing: the view-aware depth reads its middle finger
+    closed a frame earlier, steps 0.34/0.43/0.37 rad > hold_max_step 0.3; 2 before), so a hold
+    falls back at most 3 frames (0.1 s)."""
     _, outs = run(lm, range(len(lm.indices)))
     unconfirmed = [i for i, o in enumerate(outs) if not o.confirmed]
     longest, run_len = 0, 0
@@ -158,5 +160,5 @@ def test_unconfirmed_readings_are_rare_and_short_on_the_real_video(lm):
         run_len = 0 if o.confirmed else run_len + 1
         longest = max(longest, run_len)
     print(f"\nunconfirmed {len(unconfirmed)} of {len(outs)}: {unconfirmed}; longest run {longest}")
-    assert len(unconfirmed) <= 25 and longest <= 2
+    assert len(unconfirmed) <= 25 and longest <= 3
     assert outs[0].confirmed  # a track's first frame

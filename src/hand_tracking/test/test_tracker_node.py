@@ -21,7 +21,8 @@ from hand_common import contract
 from hand_common.testing import NodeProcess, RosProbe, wait_until
 from hand_tracking import interface as iface
 from hand_tracking.calibration import capture_pose, windows_from_poses
-from hand_tracking.geometry import fused_points, joint_angles
+from hand_tracking.fusion import fused_points
+from hand_tracking.geometry import joint_angles
 from hand_tracking.replay import landmark_array, write_landmark_bag
 from hand_tracking.tracker_core import REJECT_REASONS, TrackerConfig, TrackerCore
 
