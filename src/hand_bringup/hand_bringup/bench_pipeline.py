@@ -473,6 +473,11 @@ def print_report(results: list[dict[str, Any]], load: dict[str, Any]) -> None:
             print(f"  capture→{r['command_topic']} (keep-last-1, first of each stamp): p50 {_fmt(c['p50'])} "
                   f"p95 {_fmt(c['p95'])} max {_fmt(c['max'])} ms (n {c['n']}); p95 − inference p95 = "
                   f"{_fmt(_diff(c['p95'], r['inference_ms_p95']))} ms")
+        own = {k: v for k, v in r["cpu_seconds"].items() if k not in ("burner", "browser")}
+        if r["frames_processed"]:
+            per_frame = sum(own.values()) / r["frames_processed"]
+            print(f"  CPU per frame: all processes {per_frame * 1e3:.1f} ms (= {per_frame * r['camera_fps']:.2f} cores at "
+                  f"the camera's {r['camera_fps']:g} fps), tracker {own.get(TRACKER, 0.0) / r['frames_processed'] * 1e3:.1f} ms")
         print(f"  twin RTF {_fmt(r['twin_real_time_factor'])}; safe-pose trips {r['safe_pose_trips']}; "
               f"CPU s: {r['cpu_seconds']}" + (f"; demo video after the run {r['demo_video_after_run_s']} s"
                                               if r["demo_video_after_run_s"] is not None else ""))
