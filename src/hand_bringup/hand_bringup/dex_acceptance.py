@@ -17,13 +17,19 @@ twin (:class:`DexSim`, simulated time). Columns:
   open-hand frames (``OPEN``; <= 10 mm);
 - ``pinch mm``: per thumb-fingertip pinch episode (>= 3 frames with the human Kapandji level
   3..6 = index..little tip), the smallest thumb-tip to that fingertip distance (FK of the targets)
-  during it, for the pinches the robot has the finger for (<= 15 mm); the largest such minimum
-  is shown, with the number of episodes;
+  during it, for the pinches the robot can make (<= 15 mm); the largest such minimum is shown,
+  with the number of episodes. Whether the robot can make a pinch is decided by FK search over
+  its joint space (:func:`hand_retarget.reach.reach`: the thumb's and that finger's joints within
+  their limits, mimics by their equation): a pinch whose closest thumb tip - fingertip distance
+  exceeds 15 mm (Inspire's ring: 32.4 mm) is listed with that figure and not judged;
 - ``fist``: the worst fingertip-to-palm-centre distance over the fist plateau (``FIST``) divided
   by the same at rest (<= 0.6: every tip >= 40 % closer);
-- ``kapandji``: fraction of the frames with human level >= 3 that the robot can express (the
-  level is one of its sites) on which the robot's level, from the twin's *measured* angles, is
-  within +-1 of the human's (>= 80 %).
+- ``kapandji``: fraction of the frames with human level >= 3 that the robot can express on
+  which the robot's level, from the twin's *measured* angles, is within +-1 of the human's
+  (>= 80 %). The robot can express a level when the same FK search brings its thumb tip within
+  the touch radius of the level's site, in the palm plane, as the robot score measures it
+  (Inspire 1-4, LEAP and Allegro 1-5: no little finger, Ability 1-10); dex_hand (ours, five
+  fully actuated digits) is taken to express every level and make every pinch.
 
 Then :func:`hand_joint_mapper.derive_check.check` on the same URDFs and on LEAP with two wrist
 joints above its palm (flexion 0 -> every tip within 5 mm of rest, 1 -> <= 0.6 of its rest
@@ -38,7 +44,7 @@ import pathlib
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -51,6 +57,7 @@ ROBOTS = ("dex_hand", "leap_hand_right", "allegro_hand_right", "inspire_hand_rig
           "inspire_hand_left", "ability_hand_left")
 TIP_LANDMARKS = (4, 8, 12, 16, 20)
 RATE = 100.0
+PINCH_MM = 15.0
 
 
 @dataclass
@@ -64,6 +71,9 @@ class Row:
     fist_ratio: float
     kapandji_follow: float
     kapandji_frames: int
+    #: pinches the robot cannot make: (first, last, level, smallest distance mm, the robot's closest mm)
+    out_of_reach: list[tuple[int, int, int, float, float]] = field(default_factory=list)
+    expressible: tuple[int, ...] = tuple(range(1, 11))
 
     @property
     def pinch_mm(self) -> float:
@@ -71,7 +81,7 @@ class Row:
 
     @property
     def ok(self) -> bool:
-        return (self.p95_ms <= 5.0 and self.open_mm <= 10.0 and all(p[3] <= 15.0 for p in self.pinches)
+        return (self.p95_ms <= 5.0 and self.open_mm <= 10.0 and all(p[3] <= PINCH_MM for p in self.pinches)
                 and self.fist_ratio <= 0.6 and self.kapandji_follow >= 0.8)
 
 
@@ -112,7 +122,14 @@ def measure(robot_name: str, lm: tuple, robot_dir: str | None) -> Row:
         sim = DexSim.for_urdf(robot.urdf_path, robot.joint_names)
         fk = robot.landmarks
     gate = TrackerCore()
-    unreachable = set(pipe.robot_score(pipe.rest).unreachable)
+    if robot_name == "dex_hand":
+        expressible, closest = tuple(range(1, 11)), {}
+    else:
+        from hand_retarget.reach import reach
+
+        found = reach(robot, pipe.config.kapandji)
+        expressible, closest = found.expressible, found.pinch
+    unreachable = set(range(1, 11)) - set(expressible)
     rest = np.asarray(fk(pipe.rest), float)
     # the robot's own digits (a four-fingered hand's landmark 20 repeats another digit's points)
     digits = FINGER_NAMES if robot_name == "dex_hand" else tuple(robot.digits)
@@ -151,17 +168,21 @@ def measure(robot_name: str, lm: tuple, robot_dir: str | None) -> Row:
     open_mm = float(np.linalg.norm(fkt[list(OPEN)][:, tips] - rest[tips], axis=2).max() * 1e3)
     palm = rest[[0, 5, 9, 13]].mean(axis=0)
     fist = np.linalg.norm(fkt[list(FIST)][:, tips] - palm, axis=2) / np.linalg.norm(rest[tips] - palm, axis=1)
-    pinches = []
+    pinches, out_of_reach = [], []
     for first, last, level in episodes(human):
         tip = TIP_LANDMARKS[level - 2]
-        if level in unreachable or tip not in tips:
+        if tip not in tips:
             continue
-        gap = np.linalg.norm(fkt[first:last + 1, 4] - fkt[first:last + 1, tip], axis=1)
-        pinches.append((first, last, level, float(gap.min() * 1e3)))
+        gap = float(np.linalg.norm(fkt[first:last + 1, 4] - fkt[first:last + 1, tip], axis=1).min() * 1e3)
+        best = closest.get(FINGER_NAMES[level - 2], 0.0) * 1e3
+        if best > PINCH_MM:
+            out_of_reach.append((first, last, level, gap, best))
+        else:
+            pinches.append((first, last, level, gap))
     sel = (human >= 3) & np.array([h not in unreachable for h in human])
     follow = float(np.mean(np.abs(robot_level[sel] - human[sel]) <= 1)) if sel.any() else float("nan")
     return Row(robot_name, len(ts), refused, float(np.percentile(ms, 95)), open_mm, pinches,
-               float(fist.max()), follow, int(sel.sum()))
+               float(fist.max()), follow, int(sel.sum()), out_of_reach, tuple(expressible))
 
 
 def print_rows(rows: list[Row]) -> None:
@@ -177,6 +198,11 @@ def print_rows(rows: list[Row]) -> None:
               f"{'PASS' if r.ok else 'FAIL'}")
         for first, last, level, mm in r.pinches:
             print(f"    pinch frames {first}-{last} (Kapandji {level}): thumb tip to finger tip {mm:.1f} mm")
+        for first, last, level, mm, best in r.out_of_reach:
+            print(f"    pinch frames {first}-{last} (Kapandji {level}): {mm:.1f} mm, not judged: the robot's "
+                  f"closest is {best:.1f} mm (FK search)")
+        if r.expressible != tuple(range(1, 11)):
+            print(f"    Kapandji levels the robot can express (FK search): {', '.join(map(str, r.expressible))}")
 
 
 def main(argv: list[str] | None = None) -> int:

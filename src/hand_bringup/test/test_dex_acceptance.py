@@ -21,3 +21,12 @@ def test_a_row_passes_only_when_every_figure_does():
                    {"kapandji_follow": 0.79}):
         assert not Row(**{**good.__dict__, **change}).ok, change
     assert np.isnan(Row("y", 1, 0, 1.0, 1.0, [], 0.5, 0.9, 10).pinch_mm)
+
+
+def test_a_pinch_the_robot_cannot_make_is_listed_not_judged():
+    """Inspire's ring pinch: 32.4 mm is the robot's closest (FK search), so it does not fail the row;
+    the same gap on a pinch the robot can make does."""
+    row = Row("inspire", 621, 0, 4.0, 0.0, [(310, 333, 3, 2.2)], 0.5, 0.85, 46,
+              out_of_reach=[(409, 426, 5, 32.4, 32.4)], expressible=(1, 2, 3, 4))
+    assert row.ok and row.pinch_mm == 2.2
+    assert not Row(**{**row.__dict__, "pinches": [(310, 333, 3, 2.2), (409, 426, 5, 32.4)]}).ok

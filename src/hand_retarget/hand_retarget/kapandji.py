@@ -306,9 +306,10 @@ def robot_sites(robot, q: np.ndarray) -> np.ndarray:
     """(10, 3) m: the robot's Kapandji sites at joint angles ``q`` from its site table (NaN rows:
     unreachable levels). ``robot``: :class:`hand_retarget.robot.RobotHand`; its ``<mimic>`` joints
     are set from their sources first (:meth:`~hand_retarget.robot.RobotHand.couple`)."""
-    poses = robot.link_poses(robot.couple(q))
+    table = robot.kapandji_sites
+    poses = robot.link_poses(robot.couple(q), {link for site in table if site is not None for link, _, _ in site})
     out = np.full((len(SITE_NAMES), 3), np.nan)
-    for k, site in enumerate(robot.kapandji_sites):
+    for k, site in enumerate(table):
         if site is not None:
             out[k] = sum(w * robot.point(poses, link, off) for link, off, w in site)
     return out

@@ -234,17 +234,19 @@ class RobotHand:
                 x[k] = q[i]
         return x
 
-    def link_poses(self, q: np.ndarray | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """{link: (position (3,) m, rotation (3, 3))} in the URDF root frame at ``q`` (n,) rad."""
+    def link_poses(self, q: np.ndarray | None = None, links=None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """{link: (position (3,) m, rotation (3, 3))} in the URDF root frame at ``q`` (n,) rad, for
+        every link or only ``links`` (an iterable of link names)."""
         import pinocchio as pin
 
         q = self.rest if q is None else np.asarray(q, dtype=float)
-        pin.framesForwardKinematics(self._model, self._data, self._pin_q(q))
+        if getattr(self, "_body_frames", None) is None:
+            self._body_frames = {f.name: i for i, f in enumerate(self._model.frames) if f.type == pin.FrameType.BODY}
+        pin.forwardKinematics(self._model, self._data, self._pin_q(q))
         out = {}
-        for i, f in enumerate(self._model.frames):
-            if f.type == pin.FrameType.BODY:
-                m = self._data.oMf[i]
-                out[f.name] = (m.translation.copy(), m.rotation.copy())
+        for name in (self._body_frames if links is None else links):
+            m = pin.updateFramePlacement(self._model, self._data, self._body_frames[name])
+            out[name] = (m.translation.copy(), m.rotation.copy())
         return out
 
     def point(self, poses: dict, link: str, offset) -> np.ndarray:
@@ -259,7 +261,9 @@ class RobotHand:
     def landmarks(self, q: np.ndarray | None = None) -> np.ndarray:
         """(21, 3) m MediaPipe-ordered landmarks at ``q`` (default rest), URDF root frame. A missing
         finger is extrapolated (pinky = ring + (ring - middle), etc.)."""
-        poses = self.link_poses(q)
+        if getattr(self, "_landmark_links", None) is None:
+            self._landmark_links = {self.wrist} | {link for dig in self.digits.values() for link, _ in dig.points}
+        poses = self.link_poses(q, self._landmark_links)
         out = np.full((21, 3), np.nan)
         out[0] = poses[self.wrist][0]
         for d, dig in self.digits.items():
