@@ -17,20 +17,9 @@ Like LeRobot's ``MotorsBus`` or ros2_control's mock hardware, the driver core ca
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from arm_teleop.bus_errors import BusError, BusStats
 
-
-class BusError(RuntimeError):
-    """The bus could not be used (port, or a servo that keeps not answering)."""
-
-
-@dataclass
-class BusStats:
-    transactions: int = 0
-    retries: int = 0
-    timeouts: int = 0
-    corrupted: int = 0
-    failures: int = 0
+__all__ = ["BusError", "BusStats", "DryRunBus", "open_bus"]
 
 
 class DryRunBus:

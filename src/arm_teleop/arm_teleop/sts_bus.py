@@ -23,9 +23,9 @@ import scservo_sdk as sdk
 import serial
 
 from arm_teleop import sts_protocol as p
-from arm_teleop.bus import BusError, BusStats
+from arm_teleop.bus_errors import BusError, BusStats
 
-__all__ = ["BusError", "BusStats", "StsBus"]  # the errors and stats live in arm_teleop.bus (DryRunBus shares them)
+__all__ = ["BusError", "BusStats", "StsBus"]  # the errors and stats live in arm_teleop.bus_errors (DryRunBus shares them)
 
 RESULT_NAMES = {sdk.COMM_SUCCESS: "success", sdk.COMM_PORT_BUSY: "port busy", sdk.COMM_TX_FAIL: "tx failed",
                 sdk.COMM_RX_FAIL: "rx failed", sdk.COMM_TX_ERROR: "bad instruction", sdk.COMM_RX_WAITING: "rx waiting",
