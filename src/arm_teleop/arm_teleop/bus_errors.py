@@ -19,3 +19,6 @@ class BusStats:
     timeouts: int = 0
     corrupted: int = 0
     failures: int = 0
+    #: status packets of the addressed servo that did not fit the instruction (late answers to an
+    #: earlier attempt), skipped: see arm_teleop.sts_bus._Handler
+    stale: int = 0

@@ -242,7 +242,7 @@ class DriverNode(SafeLifecycleNode):
         if core.bus.real:
             s = core.bus.stats
             vals.update(transactions=s.transactions, retries=s.retries, timeouts=s.timeouts,
-                        corrupted=s.corrupted, failures=s.failures)
+                        corrupted=s.corrupted, stale=s.stale, failures=s.failures)
         st.values = [KeyValue(key=k, value=str(v)) for k, v in vals.items()]
         arr = DiagnosticArray(status=[st])
         arr.header.stamp = self.get_clock().now().to_msg()

@@ -57,6 +57,44 @@ class _Port(sdk.PortHandler):
         self.packet_timeout = self.tx_time_per_byte * (packet_length + 3) + self.timeout_ms
 
 
+class _Handler(sdk.sms_sts):
+    """The SDK's packet handler, taking as the answer only a status packet that fits the
+    instruction: the addressed servo's ID and, for a READ of n bytes, n parameters (else none).
+
+    A status packet that does not fit is a late answer to an earlier attempt: it arrived after
+    that attempt timed out and after this instruction's input flush (``clearPort``), so the SDK,
+    which checks only the ID, took it as this one's answer. A ping's late status taken as the
+    answer to the ping's model-number READ made the SDK index a parameter the packet does not
+    have (IndexError out of ``StsBus.ping``; measured: a driver's configure under load ~20 with
+    the simulated bus's thread starved). Such a packet is skipped and counted (``BusStats.stale``), and the
+    wait goes on until this instruction's answer or its timeout, as for another servo's packet.
+    A late answer to an earlier attempt of the *same* instruction still fits: the same register,
+    read within the retries' timeouts (or the same write acknowledged).
+    """
+
+    def __init__(self, port_handler: sdk.PortHandler, stats: BusStats):
+        super().__init__(port_handler)
+        self.stats = stats
+
+    def txRxPacket(self, txpacket):  # noqa: N802 - SDK name
+        result = self.txPacket(txpacket)
+        if result != sdk.COMM_SUCCESS:
+            return None, result, 0
+        if txpacket[sdk.PKT_ID] == sdk.BROADCAST_ID:  # no status packet
+            self.portHandler.is_using = False
+            return None, result, 0
+        n = txpacket[sdk.PKT_PARAMETER0 + 1] if txpacket[sdk.PKT_INSTRUCTION] == sdk.INST_READ else 0
+        self.portHandler.setPacketTimeout(n + 6)  # HEADER0 HEADER1 ID LENGTH ERROR params CHECKSUM
+        while True:
+            rxpacket, result = self.rxPacket()
+            if result != sdk.COMM_SUCCESS:
+                return rxpacket, result, 0
+            if rxpacket[sdk.PKT_ID] == txpacket[sdk.PKT_ID] and rxpacket[sdk.PKT_LENGTH] == n + 2:
+                return rxpacket, result, rxpacket[sdk.PKT_ERROR]
+            if rxpacket[sdk.PKT_ID] == txpacket[sdk.PKT_ID]:
+                self.stats.stale += 1  # (another servo's packet is skipped as the SDK does, not counted)
+
+
 class StsBus:
     """One STS bus: ``port`` (device or pty path), 1 Mbaud by default (see :mod:`arm_teleop.bus`)."""
 
@@ -68,7 +106,7 @@ class StsBus:
         self.retries = int(retries)
         self.stats = BusStats()
         self._port = _Port(port, timeout_ms)
-        self._ph = sdk.sms_sts(self._port)
+        self._ph = _Handler(self._port, self.stats)
 
     # --- connection -----------------------------------------------------------------------------
     def open(self) -> None:

@@ -124,6 +124,40 @@ def test_a_servo_that_never_answers_is_an_error_naming_it(sim):
     assert host.read_position(1) == 2048  # the bus goes on
 
 
+class _LateStatusBus(SimBus):
+    """Sends, just before its answer to the next READ of ``late_for``, the parameterless status
+    packet of that servo a timed-out ping or write would have got late: what the host reads when
+    that late packet arrives after the READ's input flush (a starved bus thread under load)."""
+
+    late_for: set[int] = set()
+
+    def handle(self, pkt: p.Packet) -> bytes:
+        answer = super().handle(pkt)
+        if pkt.code == p.READ and pkt.servo_id in self.late_for:
+            self.late_for.discard(pkt.servo_id)
+            return p.status(pkt.servo_id) + answer
+        return answer
+
+
+@pytest.mark.parametrize("call, expected", [("ping", p.STS3215_MODEL), ("read_position", 1234)])
+def test_a_late_status_that_does_not_fit_the_instruction_is_not_its_answer(call, expected):
+    """Before: the SDK took a late parameterless status of the same servo as the READ's answer and
+    raised IndexError (a driver's configure failed so under load: ping = PING + READ of the model)."""
+    bus = _LateStatusBus()
+    bus.late_for = {3}
+    srv = PtySimBus(bus)
+    host = StsBus(srv.port, retries=2, timeout_ms=250)
+    try:
+        host.open()
+        bus.push(3, 1234)
+        assert getattr(host, call)(3) == expected
+        assert host.stats.stale == 1 and host.stats.retries == 0 and host.stats.failures == 0
+        assert host.read_position(3) == 1234 and host.stats.stale == 1  # the next answer is read as usual
+    finally:
+        host.close()
+        srv.close()
+
+
 def test_an_exclusive_port_cannot_be_opened_twice(sim):
     bus, host = sim
     with pytest.raises(BusError, match="cannot open"):
