@@ -177,6 +177,31 @@ def _flexion_signs(base: np.ndarray, v: np.ndarray, mag: np.ndarray, sign: np.nd
     return sign
 
 
+#: Interior angle (rad) below which no finger or thumb joint flexes (a PIP reaches ~1.2): a joint
+#: the view-aware depth would fold further than this, where the heads' own depth does not, keeps
+#: the heads' depth (:func:`_no_new_folds`).
+MIN_INTERIOR_RAD = 1.0
+
+
+def _no_new_folds(base: np.ndarray, v: np.ndarray, dz: np.ndarray) -> np.ndarray:
+    """Depth changes (..., 3) of a digit's bones, base to tip: ``dz`` (the view-aware depth), except
+    a bone whose joint it folds below :data:`MIN_INTERIOR_RAD` while the heads' depth (``v``'s z)
+    leaves that joint more open: that bone keeps the heads' depth. The view-aware depth never adds
+    a fold the heads did not show. base: (..., 3) the bone into the first joint; v: (..., 3, 3)."""
+    out = dz.copy()
+    prev = base
+    for k in range(3):
+        mine = v[..., k, :].copy()
+        mine[..., 2] = out[..., k]
+        a_mine = _inner_angles(-prev, mine)
+        a_heads = _inner_angles(-prev, v[..., k, :])
+        keep = (a_mine < MIN_INTERIOR_RAD) & (a_heads > a_mine)
+        out[..., k] = np.where(keep, v[..., k, 2], out[..., k])
+        prev = v[..., k, :].copy()
+        prev[..., 2] = out[..., k]
+    return out
+
+
 def view_aware_depth(points: ArrayLike, image_px: ArrayLike, world: ArrayLike, *,
                      length_range: tuple[float, float] = BONE_LENGTH_RANGE,
                      straight_2d: tuple[float, float] = STRAIGHT_2D_RAD,
@@ -274,6 +299,7 @@ def view_aware_depth(points: ArrayLike, image_px: ArrayLike, world: ArrayLike, *
             total = ell.sum(axis=-1, keepdims=True)
             slope = np.where(total > _EPS, dz.sum(axis=-1, keepdims=True) / total, 0.0)
             dz = (1.0 - w) * dz + w * slope * ell
+            dz = _no_new_folds(pts[..., b, :] - pts[..., WRIST, :], v, dz)
             # a bone one of the heads collapsed (duplicate landmarks) is left as it is: no length
             # is invented for it (check_skeleton refuses such frames)
             whole = ((wb > _MIN_BONE * wpalm[..., None]) & (ib > _MIN_BONE * ipalm[..., None])).all(axis=-1)

@@ -13,6 +13,8 @@ import sys
 import numpy as np
 import pytest
 
+from hand_tracking.fusion import fused_points
+from hand_tracking.geometry import joint_angles
 from hand_tracking.landmarks import HandObservation
 from hand_tracking.tracker_core import TrackerConfig, TrackerCore
 
@@ -114,6 +116,19 @@ def test_a_misread_ring_in_the_open_hand_is_not_held(lm):
     assert [o.status for o in outs[11:20]] == ["held"] * 9 and outs[20].status == "tracked"
     assert ring[11:20].max() <= 0.2 and np.all(ring[11:20] == ring[9])
     assert core.holds["no_hand"] == 9 and core.holds_skipped_unconfirmed == 1
+
+
+def test_view_aware_depth_never_folds_a_half_read_ring(lm):
+    """The view-aware depth adds no fold the heads did not show (issue 22): the ring of open frame
+    135 blended 0.38-0.60 of the way to fist frame 268 (its middle phalanx points at the camera,
+    3-4 px long) keeps every joint at >= 1.0 rad (measured >= 1.01). The first port (h22v2 aee8c26:
+    a weak-depth bone continued the turn of the bones before it, the depth clipped to the
+    foreshortening bound whatever it did to the joint) folded its DIP to 0.37-0.53 rad at 0.42-0.60;
+    the fixed half of the world depth reads >= 1.08."""
+    for blend in (0.38, 0.40, 0.42, 0.45, 0.50, 0.60):
+        hand = misread_ring(lm, 135, blend=blend)[0]
+        ring = joint_angles(fused_points(hand.image, hand.world, lm.width, lm.height))[9:12]
+        assert ring.min() >= 1.0, (blend, ring.round(2))
 
 
 @pytest.mark.parametrize("blurred", ["refused", "no_hand", "refused_world_shrinks"])
