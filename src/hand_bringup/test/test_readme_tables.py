@@ -58,3 +58,22 @@ def test_the_bringup_readme_lists_every_profile_with_its_nodes():
                 for profile, keys in PROFILES.items()
                 if profile not in rows or any(NODES[k].name not in rows[profile] for k in keys)]
     assert problems == []
+
+
+def test_every_diagnostic_key_and_topic_of_an_interface_is_in_its_readme():
+    """The diagnostic keys (``KEY_*``) and topics (``TOPIC*``) each package's interface.py defines
+    (what hand_bringup and the console read of the node) appear in its README, in backticks (a
+    backticked list may wrap lines)."""
+    from hand_joint_mapper import interface as mapper
+    from hand_servo_driver import interface as servo
+    from hand_tracking import interface as tracker
+    from hand_twin_mujoco import interface as twin
+
+    problems = []
+    for mod in (tracker, twin, servo, mapper):
+        package = mod.__name__.split(".")[0]
+        readme = re.sub(r"```.*?```", "", (SRC / package / "README.md").read_text(), flags=re.S)  # fenced blocks out
+        words = {w.strip(",.;:()") for span in re.findall(r"`([^`]+)`", readme) for w in span.split()}
+        problems += [f"{package}: {name} = {value!r}" for name, value in vars(mod).items()
+                     if name.startswith(("KEY_", "TOPIC")) and isinstance(value, str) and value not in words]
+    assert problems == []
