@@ -62,7 +62,7 @@ RETARGET_PARAMS: tuple[Param, ...] = (
     Param("rest_blend", "auto", "open digits go to the robot's own rest pose (a relaxed open human hand is "
           "curled; the robots' rest is flat): a digit reading flexion <= rest_blend_open_flexion is retargeted to "
           "rest, one >= rest_blend_release_flexion as it is, blended between; never while the thumb touches a "
-          "Kapandji site. auto = enabled for a URDF robot, disabled for dex_hand (whose twin-follows figure it lowers)",
+          "Kapandji site. auto = enabled for every hand",
           choices=REST_BLEND_CHOICES),
     Param("rest_blend_open_flexion", 0.2, "flexion (tracker's default windows, fused skeleton) at or below "
           "which a digit is sent to the robot's rest", range=(0.0, 0.99)),

@@ -136,8 +136,8 @@ class DexPipeline:
         rest_lm = self.robot.landmarks(self.rest) if self.robot is not None else np.asarray(desc.landmarks(), float)
         self.rest_landmarks = (rest_lm - rest_lm[0]) / config.retarget.scaling
         self._windows = config.rest_blend.windows or default_windows()
-        #: whether the rest blend runs (RestBlendConfig.enabled; None: for a URDF robot, not for dex_hand)
-        self.rest_blend = config.rest_blend.enabled if config.rest_blend.enabled is not None else self.robot is not None
+        #: whether the rest blend runs (RestBlendConfig.enabled; None: on, for every hand)
+        self.rest_blend = config.rest_blend.enabled if config.rest_blend.enabled is not None else True
         #: per-digit blend weights of the last accepted frame (thumb..pinky), NaN before the first
         self.last_weights = np.full(5, np.nan)
         #: accepted frames whose world thumb was moved onto the fingertip the picture showed it on
