@@ -73,12 +73,18 @@ def test_our_packets_equal_the_sdks():
         srv.close()
 
 
+#: The host's status timeout against the simulated bus: long enough that the simulated bus's thread, starved
+#: on a loaded machine, still answers in time (15 ms made a retry of an answered READ at load 18, and the
+#: exact retry counts below failed); a dropped answer costs this much once per attempt.
+REPLY_TIMEOUT_MS = 500.0
+
+
 # --- host bus against the simulated bus ------------------------------------------------------------
 @pytest.fixture()
 def sim():
     bus = SimBus()
     srv = PtySimBus(bus)
-    host = StsBus(srv.port, retries=2, timeout_ms=15)
+    host = StsBus(srv.port, retries=2, timeout_ms=REPLY_TIMEOUT_MS)
     host.open()
     yield bus, host
     host.close()
@@ -171,7 +177,7 @@ def arm():
 
 
 def _driver(level, arm, port=None):
-    bus = StsBus(port, retries=2, timeout_ms=15) if port else None
+    bus = StsBus(port, retries=2, timeout_ms=REPLY_TIMEOUT_MS) if port else None
     return ArmDriverCore(level, Calibration(), arm.lower, arm.upper, bus, gripper_open=arm.gripper_open)
 
 
@@ -304,7 +310,7 @@ def test_one_factory_for_the_bus_a_dry_run_refuses_every_transaction(arm):
         with pytest.raises(BusError, match="dry run: no bus"):
             call()
     srv = PtySimBus(SimBus())
-    real = open_bus(True, srv.port, retries=2, timeout_ms=15)
+    real = open_bus(True, srv.port, retries=2, timeout_ms=REPLY_TIMEOUT_MS)
     assert isinstance(real, StsBus) and real.real
     core = ArmDriverCore(OptIn.READ_ONLY, Calibration(), arm.lower, arm.upper, real, gripper_open=arm.gripper_open)
     try:
