@@ -84,6 +84,8 @@ class DriverNode(SafeLifecycleNode):
         self._cmd_t = 0.0
         self._sent = 0
         self._last_sent: np.ndarray | None = None
+        self._received = self._rejected = self._expired_total = 0
+        self._expired: np.ndarray | None = None  # the last command counted as expired unwritten
         self._last_dry_log = 0.0
         self._errors = 0
         self._last_error = ""
@@ -180,20 +182,31 @@ class DriverNode(SafeLifecycleNode):
         d = dict(zip(msg.name, msg.position))
         q = np.array([d.get(j, math.nan) for j in ALL_JOINTS])
         if len(msg.name) != len(msg.position) or not np.all(np.isfinite(q)):
+            self._rejected += 1
             self.get_logger().warning(f"command rejected: needs finite {list(ALL_JOINTS)}, got {list(msg.name)}",
                                       throttle_duration_sec=5.0)
             return
+        self._received += 1
         self._cmd = q
         self._cmd_t = time.monotonic()
         self._send(self._cmd_t)  # at once: the bus follows the command, not the tick
 
     def _send(self, now: float) -> None:
         """Write the newest command if it is fresh, not yet written and the write cap allows it
-        (else it waits for the next arrival or tick). Bus errors are counted, never raised."""
+        (else it waits for the next arrival or tick). Bus errors are counted, never raised; a
+        command that went stale before it could be written (a bus error, the write cap) is counted
+        (``commands_expired``) and logged, never dropped silently."""
         core = self.core
-        if core is None or self._cmd is None or now - self._cmd_t > self._p("command_timeout_s"):
+        if core is None or self._cmd is None:
             return
         if self._last_sent is not None and np.array_equal(self._cmd, self._last_sent):
+            return  # on the bus already
+        if now - self._cmd_t > self._p("command_timeout_s"):
+            if self._cmd is not self._expired:
+                self._expired = self._cmd
+                self._expired_total += 1
+                self.get_logger().warning(f"a command expired unwritten ({self._expired_total} so far)",
+                                          throttle_duration_sec=2.0)
             return
         if not self._cap.take(now, float(self._p("max_write_rate_hz"))):
             return
@@ -236,7 +249,9 @@ class DriverNode(SafeLifecycleNode):
         st.level = DiagnosticStatus.ERROR if self._last_error and self._errors else (
             DiagnosticStatus.WARN if core.level != OptIn.MOTION else DiagnosticStatus.OK)
         st.message = f"{core.level.value}, {self.lifecycle_state}" + (f", {self._last_error}" if self._last_error else "")
-        vals = {"opt_in": core.level.value, "torque_on": core.torque_on, "commands": self._sent,
+        vals = {"opt_in": core.level.value, "torque_on": core.torque_on, "commands_received": self._received,
+                "commands_rejected": self._rejected, "commands": self._sent,
+                "commands_expired": self._expired_total,
                 "writes_held": self._cap.held,
                 "intended_writes": core.intended_total, "errors": self._errors}
         if core.bus.real:

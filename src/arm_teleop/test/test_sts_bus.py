@@ -152,7 +152,7 @@ def test_a_late_status_that_does_not_fit_the_instruction_is_not_its_answer(call,
     bus = _LateStatusBus()
     bus.late_for = {3}
     srv = PtySimBus(bus)
-    host = StsBus(srv.port, retries=2, timeout_ms=250)
+    host = StsBus(srv.port, retries=2, timeout_ms=REPLY_TIMEOUT_MS)
     try:
         host.open()
         bus.push(3, 1234)

@@ -183,12 +183,18 @@ def parameter_value(v: Any) -> ParameterValue:
     return pv
 
 
-def wait_until(pred: Callable[[], bool], timeout: float, what: str, period: float = 0.02) -> None:
-    """Poll ``pred`` until true; raise TimeoutError naming ``what`` after ``timeout`` seconds."""
+def wait_until(pred: Callable[[], bool], timeout: float, what: str | Callable[[], str], period: float = 0.02) -> None:
+    """Poll ``pred`` until true; raise TimeoutError naming ``what`` after ``timeout`` seconds.
+    ``pred`` is asked at least once, and once more at the deadline (a process descheduled past it
+    still sees a condition that came true). ``what``: a text, or a function returning it, called
+    at the timeout (so the error shows the state then, e.g. a process's log tail: an f-string shows
+    it as it was before the wait)."""
     end = time.monotonic() + timeout
-    while time.monotonic() < end:
+    while True:
         if pred():
             return
+        if time.monotonic() >= end:
+            break
         time.sleep(period)
-    raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
+    raise TimeoutError(f"timed out after {timeout} s waiting for {what() if callable(what) else what}")
 
