@@ -24,7 +24,7 @@ WRITER = textwrap.dedent("""
     print("open", flush=True)
     for i in range(n):
         w.write("/seq", time.time_ns(), serialize_message(String(data=str(i))))
-        print(f"w {i} {time.time():.6f}", flush=True)
+        print(f"w {i} {time.time():.6f} {w.committed.get('/seq', 0)}", flush=True)
         if period:
             time.sleep(period)
     w.close()
@@ -42,8 +42,9 @@ def start_writer(tmp_path, n: int, segment_s: float, period: float, consolidate_
     return proc, tmp_path / "bag"
 
 
-def written(lines: list[str]) -> list[tuple[int, float]]:
-    return [(int(p[1]), float(p[2])) for p in (ln.split() for ln in lines) if len(p) == 3 and p[0] == "w"]
+def written(lines: list[str]) -> list[tuple[int, float, int]]:
+    """(index, wall time, messages the writer had committed) of each write it reported."""
+    return [(int(p[1]), float(p[2]), int(p[3])) for p in (ln.split() for ln in lines) if len(p) == 4 and p[0] == "w"]
 
 
 def recorded(bag) -> list[int]:
@@ -63,10 +64,13 @@ def test_kill_9_while_recording_loses_at_most_the_pending_segment(tmp_path, dela
     assert got == list(range(len(got)))  # a prefix, in order, no gap
     assert len(got) <= len(w)  # killed before its first write: an empty but valid bag
     lost = w[len(got):]
-    if lost:  # the lost messages all belong to the last, uncommitted segment
+    if lost:  # the lost messages all belong to the last, uncommitted segment: every message the
+        # writer had committed when it reported its last write is in the bag (a count, not a wall-clock
+        # span: a writer descheduled between a write and its report made the span exceed segment_s
+        # under load; segments commit every segment_s: test_segments_are_joined..., a fake clock)
         span = w[-1][1] - lost[0][1]
         print(f"kill after {delay} s: {len(got)} of {len(w)} messages kept, last {span:.3f} s lost")
-        assert span <= segment_s + 0.25
+        assert len(got) >= w[-1][2], (len(got), w[-1])
 
 
 @pytest.mark.parametrize("delay", [0.2, 0.5, 0.8, 1.2, 1.6, 2.2])
