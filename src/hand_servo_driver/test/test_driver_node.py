@@ -164,28 +164,24 @@ def test_flexions_in_expected_pulses_out_rate_limited(rig):
     t0 = time.monotonic()
     t_last = rig.stream(TARGET, 1.3)
     rig.wait_outputs(TARGET_US)
-    # the tracking ramp only: no frame before command_timeout after the last command can be the ramp to
-    # the safe pose (faster: safe_speed_dps), which a reading this late under load also sees
-    frames = [r for r in rig.frames(t0, "set_pulses") if r["mono"] <= t_last + COMMAND_TIMEOUT]
-    pinky = [(r["mono"], r["outputs"][4]) for r in frames]
-    assert frames[0]["outputs"] == SAFE_US  # attached at the safe pose, then ramped
-    t_first = pinky[0][0]
-    t_done = next(t for t, us in pinky if us == 2000)
-    ramp = t_done - t_first
-    pinky = [(t, us) for t, us in pinky if t <= t_done]  # the ramp up: what the rate limit shapes
-    # 1000 µs at 2000 µs/s: 0.5 s. An unlimited driver would get there in one frame.
-    assert 0.45 <= ramp <= 1.5, f"ramp took {ramp:.3f} s"
-    slopes = []
-    for i in range(len(pinky)):
-        for j in range(i + 1, len(pinky)):
-            dt = pinky[j][0] - pinky[i][0]
-            if dt >= 0.1:
-                slopes.append(abs(pinky[j][1] - pinky[i][1]) / dt)
-                assert abs(pinky[j][1] - pinky[i][1]) <= RATE_US * (dt + 0.05) + 1
-    steps = np.abs(np.diff([us for _, us in pinky]))
-    assert steps.max() <= RATE_US * 0.1 + 1  # max_step_s caps a late tick
-    print(f"\nramp 1000→2000 µs in {ramp:.3f} s ({len(pinky)} frames), max slope over ≥0.1 s "
-          f"{max(slopes):.0f} µs/s (limit {RATE_US:.0f}), max step {steps.max()} µs")
+    # What the board received, judged by content, not by when the board read it (a starved board reads
+    # frames in bunches; the rate limiter's timing itself is tested on a fake clock in test_core):
+    # attached at the safe pose, then every frame within the rate limit of the frame before it - the
+    # tracking limit going up, the (faster) safe-ramp limit going down, should the test's own stream
+    # have been starved past command_timeout - until the target.
+    frames = rig.frames(t0, "set_pulses")
+    assert frames[0]["outputs"] == SAFE_US
+    outs = [r["outputs"] for r in frames]
+    done = next(i for i, o in enumerate(outs) if o == TARGET_US)
+    ramp = np.array(outs[: done + 1], dtype=float)
+    steps = np.diff(ramp, axis=0)
+    assert steps.max() <= RATE_US * MAX_STEP_S + 1, f"a step up of {steps.max():.0f} µs"
+    assert -steps.min() <= SAFE_RATE_US * MAX_STEP_S + 1, f"a step down of {-steps.min():.0f} µs"
+    # 1000 µs at <= RATE_US x MAX_STEP_S a frame: an unlimited driver would get there in one frame
+    assert done >= int(np.ceil(1000.0 / (RATE_US * MAX_STEP_S))), f"pinky 1000 -> 2000 µs in {done} frames"
+    print(f"\nramp 1000→2000 µs in {done} frames (board clock {frames[done]['mono'] - frames[0]['mono']:.3f} s, "
+          f"stream ended {t_last - t0:.3f} s), largest step up {steps.max():.0f} µs "
+          f"(limit {RATE_US * MAX_STEP_S:.0f})")
     level, msg, v = rig.wait_diag(lambda lvl, m, v: v["last_pulses_us"] == "1000 1250 1500 1750 2000")
     assert fine(level, v) and v["lifecycle"] == "active"
 
@@ -321,9 +317,9 @@ def test_stale_command_ramps_to_the_safe_pose_from_the_timeout(rig):
     dt, dt_safe = down[0]["mono"] - t_last, safe[0]["mono"] - t_last
     print(f"\nstale: the ramp down starts {dt * 1000:.0f} ms after the last command (command_timeout "
           f"{COMMAND_TIMEOUT * 1000:.0f} ms), the safe pose reached {dt_safe * 1000:.0f} ms after it")
-    assert COMMAND_TIMEOUT - 0.05 <= dt <= COMMAND_TIMEOUT + 0.1
-    ramp = 600 / SAFE_RATE_US  # 1600 -> 1000 µs at safe_speed_dps: 90 ms
-    assert COMMAND_TIMEOUT + ramp - 0.05 <= dt_safe <= COMMAND_TIMEOUT + ramp + 0.3
+    # never before command_timeout (a safety property load cannot break: a late delivery only delays it);
+    # how soon after it is a speed figure (bench_link, bench_watchdog), here only bounded as "not hung"
+    assert COMMAND_TIMEOUT - 0.05 <= dt <= dt_safe < 3.0
     steps = np.abs(np.diff([r["outputs"][0] for r in frames]))
     assert steps.max() <= SAFE_RATE_US * MAX_STEP_S + 1  # reached by ramp (133 µs a frame at most), never one frame
     level, msg, v = rig.wait_diag(lambda lvl, m, v: v["stale"] == "True")
