@@ -30,3 +30,17 @@ def test_a_pinch_the_robot_cannot_make_is_listed_not_judged():
               out_of_reach=[(409, 426, 5, 32.4, 32.4)], expressible=(1, 2, 3, 4))
     assert row.ok and row.pinch_mm == 2.2
     assert not Row(**{**row.__dict__, "pinches": [(310, 333, 3, 2.2), (409, 426, 5, 32.4)]}).ok
+
+
+def test_the_human_fist_figure_is_the_robot_columns_measure_on_the_operator():
+    """A synthetic hand: every fingertip at 100 mm from the palm centre when open, the fist frames
+    bring the thumb to 66 mm and the fingers to 30 mm: 0.66 and 0.30."""
+    from hand_bringup.dex_acceptance import FIST, human_fist
+
+    world = np.zeros((621, 21, 3))
+    world[:, [0, 5, 9, 13]] = [[0, 0, 0], [0.02, 0.08, 0], [0, 0.08, 0], [-0.02, 0.08, 0]]
+    centre = world[0, [0, 5, 9, 13]].mean(axis=0)
+    for k, tip in enumerate((4, 8, 12, 16, 20)):
+        world[:, tip] = centre + [0, 0, 0.1]
+        world[list(FIST), tip] = centre + [0, 0, 0.066 if k == 0 else 0.03]
+    assert np.allclose(human_fist(world), [0.66, 0.3, 0.3, 0.3, 0.3])
