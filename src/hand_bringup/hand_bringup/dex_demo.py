@@ -26,6 +26,7 @@ import argparse
 import os
 import pathlib
 import sys
+import time
 
 import cv2
 import numpy as np
@@ -111,19 +112,22 @@ def main(argv: list[str] | None = None) -> int:
     writer = None
     dt = 1.0 / 100.0
     target, ticks, n, refused = None, 0, 0, 0
-    scores = []
+    scores, cpu_ms, wall_ms = [], [], []
     try:
         while (f := src.read()) is not None and (args.frames <= 0 or n < args.frames):
             hands = backend.detect(f.image)
             human, note = -1, "no hand"
+            spent_cpu = spent_wall = 0.0     # retarget + filter (not MediaPipe, not the twin, not rendering)
             verdict = gate.update(hands, f.media_time, f.width, f.height)
             if hands and not verdict.accepted:
                 refused += 1
                 note = f"held: {verdict.reason}"
                 draw_skeleton(f.image, hands[0].image)
             elif hands:
+                c0, t0 = time.thread_time(), time.perf_counter()
                 res = pipe.frame(hands[0].world, hands[0].handedness, f.media_time, image=hands[0].image,
                                  size=(f.width, f.height))
+                spent_cpu, spent_wall = time.thread_time() - c0, time.perf_counter() - t0
                 if res.ok:
                     target, human = res.target, res.human.score
                     note = f"{args.method}  retarget {res.retarget_ms:.1f} ms  frame {f.index}{suffix}"
@@ -131,12 +135,17 @@ def main(argv: list[str] | None = None) -> int:
                     note = f"miss: {res.reason}"
                 draw_skeleton(f.image, hands[0].image)
             while (ticks + 1) * dt <= f.media_time + 1.0 / src.fps + 1e-9:
+                c0, t0 = time.thread_time(), time.perf_counter()
                 q = pipe.tick(target, dt)
+                spent_cpu += time.thread_time() - c0
+                spent_wall += time.perf_counter() - t0
                 sim.set_command(q)
                 sim.advance(dt)
                 ticks += 1
             robot = pipe.robot_score(sim.state().position).score
             scores.append((human, robot))
+            cpu_ms.append(spent_cpu * 1e3)
+            wall_ms.append(spent_wall * 1e3)
             sim.copy_state_into(renderer.data)
             twin = cv2.cvtColor(renderer.render(), cv2.COLOR_RGB2BGR)
             out = side_by_side(f.image, twin, args.height)
@@ -159,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{' (levels ' + ', '.join(map(str, unreachable)) + ' unreachable)' if unreachable else ''}; human Kapandji max {s[:, 0].max()}, robot max {s[:, 1].max()}; "
           f"robot within +-1 on {follow:.1%} of {int(sel.sum())} frames with human >= 3; "
           f"{refused} frames refused by the tracker's quality gate")
+    load = os.getloadavg()
+    print(f"retarget + filter per frame p95: {np.percentile(cpu_ms, 95):.2f} ms thread CPU, "
+          f"{np.percentile(wall_ms, 95):.2f} ms wall (load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} "
+          f"on {os.cpu_count()} cores)")
     for first, last in opposition_episodes(s[:, 0]):
         h, r = s[first:last + 1, 0], s[first:last + 1, 1]
         print(f"  frames {first}-{last}: human Kapandji max {h.max()}, robot max {r.max()}, "
