@@ -84,17 +84,8 @@ def pulse_changes(records: Sequence[dict[str, Any]]) -> list[int]:
     the outputs just before it (the previous frame's, or what the board's watchdog left: its safe
     action is the firmware's, not the driver's, and is counted apart by :func:`watchdog_trips`); a
     channel that was detached keeps its last driven pulse (the limp horn stays where it was)."""
-    out, prev = [], None
-    for r in records:
-        cur = r.get("outputs")
-        if cur is None:
-            continue
-        if prev is not None:
-            if r.get("event", "frame") == "frame":
-                out.append(max([0] + [abs(b - a) for a, b in zip(prev, cur) if a is not None and b is not None]))
-            cur = [b if b is not None else a for a, b in zip(prev, cur)]
-        prev = cur
-    return out
+    channels = max((len(r["outputs"]) for r in records if r.get("outputs") is not None), default=0)
+    return [change for change, _ in pulse_steps(records, [0] * channels)]  # the direction is not asked
 
 
 def pulse_steps(records: Sequence[dict[str, Any]], safe_us: Sequence[int]) -> list[tuple[int, bool]]:

@@ -52,6 +52,21 @@ def recorded(bag) -> list[int]:
     return [int(m.data) for _, _, m in read_messages(bag)]
 
 
+def _kill_after_and_check(proc, bag, delay: float) -> None:
+    """SIGKILL the 3000-message writer after ``delay`` s: its bag reads back 0..n-1 in order, all 3000
+    if it closed, else at most what it had reported written."""
+    time.sleep(delay)
+    proc.kill()
+    out, _ = proc.communicate(timeout=10)
+    lines = out.splitlines()
+    got = recorded(bag)
+    assert got == list(range(len(got)))
+    if "closed" in lines:
+        assert len(got) == 3000
+    else:
+        assert len(got) <= len(written(lines))
+
+
 @pytest.mark.parametrize("delay", [0.15, 0.4, 0.75, 1.1, 1.6])
 def test_kill_9_while_recording_loses_at_most_the_pending_segment(tmp_path, delay):
     segment_s = 0.25
@@ -77,32 +92,14 @@ def test_kill_9_while_recording_loses_at_most_the_pending_segment(tmp_path, dela
 def test_kill_9_during_segment_commits_and_the_merge_keeps_the_bag_readable(tmp_path, delay):
     # tiny segments, no pause between writes: the kill lands in commits, metadata rewrites or the merge
     proc, bag = start_writer(tmp_path, 3000, 0.01, 0.0)
-    time.sleep(delay)
-    proc.kill()
-    out, _ = proc.communicate(timeout=10)
-    lines = out.splitlines()
-    got = recorded(bag)
-    assert got == list(range(len(got)))
-    if "closed" in lines:
-        assert len(got) == 3000
-    else:
-        assert len(got) <= len(written(lines))
+    _kill_after_and_check(proc, bag, delay)
 
 
 @pytest.mark.parametrize("delay", [0.3, 0.7, 1.1, 1.5, 2.0])
 def test_kill_9_while_segments_are_joined_into_chunks_keeps_the_bag_readable(tmp_path, delay):
     # every 3 segments of 10 ms are joined into a chunk: the kill lands in chunk writes and switches too
     proc, bag = start_writer(tmp_path, 3000, 0.01, 0.0, consolidate_n=3)
-    time.sleep(delay)
-    proc.kill()
-    out, _ = proc.communicate(timeout=10)
-    lines = out.splitlines()
-    got = recorded(bag)
-    assert got == list(range(len(got)))
-    if "closed" in lines:
-        assert len(got) == 3000
-    else:
-        assert len(got) <= len(written(lines))
+    _kill_after_and_check(proc, bag, delay)
 
 
 def test_segments_are_joined_into_chunks_every_message_kept_in_order(tmp_path):
