@@ -20,9 +20,12 @@ commands, time and the board's STATUS frames and writes the frames it returns. R
   limit: the open side comes soon, and no step is faster than the horn can follow) (``safe_mode: detach`` stops the pulses at once: the
   horns go limp, no jump); fresh commands ramp on from wherever that ramp got to. Deactivation
   ramps to the safe pose the same way (the node finishes the ramp before it releases the port).
-- Frames to the board are capped at ``1/min_frame_interval_s`` a second on average (a token
-  bucket: a frame for a fresh command needs one token, a tick's ramp step a full bucket of
-  :data:`BURST` tokens), however fast commands come; heartbeats and the final safe frame always go.
+- Frames to the board are paced: a SET_PULSES frame leaves no sooner than ``min_frame_interval_s``
+  after the last frame (10 ms at the default 100 Hz: 4.8 frames of 24 B fit in 10 ms at 115200
+  baud), however fast commands come. A fresh command that arrives sooner is held, one deep (a
+  newer one replaces it), and goes with the first step at or after the interval (the node's next
+  tick): at most one interval later. Heartbeats (never sooner than ``heartbeat_period_s``) and
+  the final safe frame always go.
 - The board (re)booted or tripped its watchdog → its outputs are detached (the horns stay where
   they were: the ramp restarts from the last pulses it applied) or at its safe pose (the ramp
   restarts from the safe pose).
@@ -64,11 +67,9 @@ from hand_servo_driver.driver_config import (
 from hand_servo_driver.motion import Deadband, RateLimiter
 
 #: also importable from here (their homes: :mod:`driver_config`, :mod:`command_age`)
-__all__ = ["BURST", "LOSS_WINDOW", "WIRE_HISTORY", "SAFE_FLEXION_MAX", "SAFE_MODES", "CommandAge", "DriverConfig", "DriverConfigError",
+__all__ = ["LOSS_WINDOW", "WIRE_HISTORY", "SAFE_FLEXION_MAX", "SAFE_MODES", "CommandAge", "DriverConfig", "DriverConfigError",
            "DriverCore", "DriverStats", "ServoSettings", "round_us"]
 
-#: Token bucket of the frame cap (frames): a command's frame needs 1 token, a tick's ramp step all of them.
-BURST = 2.0
 #: Capture → wire latencies a core keeps (:attr:`DriverCore.wire_latency`): ~50 s of 60 fps commands.
 WIRE_HISTORY = 3000
 #: Frames (acknowledged or lost) over which :meth:`DriverCore.loss_rate` is computed.
@@ -98,7 +99,7 @@ class DriverStats:
     resumes: int = 0  #: reconnects that resumed from the board's acknowledged pulses (no jump)
     commands_late: int = 0  #: refused: older than command_timeout_s by their stamp when they arrived
     commands_out_of_order: int = 0  #: refused: stamped before the newest command followed
-    frames_capped: int = 0  #: frames held back by the frame cap (sent later, merged)
+    frames_capped: int = 0  #: frames held back by the frame interval (sent later, merged)
     clock_rebases: int = 0  #: the sender's clock stepped back (see CommandAge)
     last_reject: str = ""
     last_reject_t: float = -math.inf
@@ -132,8 +133,6 @@ class DriverCore:
         #: arrivals over a sliding window: a degraded link while commands still come (WARN)
         self.quality = CommandQuality()
         self.last_refused = ""
-        self._tokens = BURST
-        self._tokens_t = -math.inf
         self.outstanding: OrderedDict[int, tuple[int, float]] = OrderedDict()
         self.board: p.Status | None = None
         self.last_status_t: float | None = None
@@ -269,19 +268,15 @@ class DriverCore:
         self._unsent = (stamp_s, arrival_s, now) if stamp_s is not None and arrival_s is not None else None
         return True
 
-    def _tokens_now(self, now: float) -> float:
-        iv = self.config.min_frame_interval_s
-        if iv <= 0:
-            return BURST
-        return min(BURST, self._tokens + (now - self._tokens_t) / iv)
-
-    def _spend(self, now: float) -> None:
-        self._tokens = self._tokens_now(now) - 1.0
-        self._tokens_t = now
+    def may_send(self, now: float) -> bool:
+        """A SET_PULSES frame may leave at ``now``: ``min_frame_interval_s`` since the last frame."""
+        return now - self.last_tx_t >= self.config.min_frame_interval_s - 1e-9
 
     def step(self, now: float, urgent: bool = False) -> list[bytes]:
         """Advance to ``now`` and return the frames to write (possibly none). ``urgent``: called
-        for a fresh command (its frame needs one token of the frame cap, a tick's a full bucket)."""
+        for a fresh command (pulses equal to what the board has put nothing on the wire for it).
+        A pulses frame sooner than ``min_frame_interval_s`` after the last frame is held for a
+        later step (counted in ``stats.frames_capped``)."""
         self._expire_acks(now)
         frames: list[bytes] = []
         goal = None
@@ -308,7 +303,7 @@ class DriverCore:
             self._drive_t = now
             pulses = round_us(self.limiter.step(goal, dt, self.config.safe_rates_us() if self.going_safe else None))
             if pulses != self.last_sent:
-                if self._tokens_now(now) >= (1.0 if urgent else BURST) - 1e-9:
+                if self.may_send(now):
                     self.last_sent = pulses
                     frames.append(self._pulses_frame(pulses, now))
                     if self.going_safe and pulses == round_us(goal):
@@ -488,7 +483,6 @@ class DriverCore:
         data = encoder(seq, *args)
         self.seq = (seq + 1) & 0xFFFF
         self.last_tx_t = now
-        self._spend(now)
         if self.stats.frames_sent == 0:
             self._silence_ref = now
         self.stats.frames_sent += 1

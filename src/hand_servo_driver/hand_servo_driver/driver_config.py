@@ -60,7 +60,7 @@ class DriverConfig:
     safe_mode: ``pose`` (SET_PULSES of each servo's pulse at ``safe_flexion``) or ``detach``
     (SAFE frame: the board stops the pulses). ack_timeout_s: a frame not acknowledged within this
     is counted lost. max_step_s: the longest time step the rate limiter honours.
-    min_frame_interval_s: the frame cap (1/rate_hz; 0 = none). safe_flexion: at most
+    min_frame_interval_s: least time between frames (1/rate_hz; 0 = none). safe_flexion: at most
     :data:`SAFE_FLEXION_MAX` (the open side). safe_speed_dps: the speed of a ramp to the safe
     pose (°/s of horn, at most :data:`SG90_HORN_DPS`); a servo whose ``max_speed_dps`` is higher
     ramps to it at that instead (never slower than it tracks).

@@ -19,7 +19,7 @@ Lifecycle (ros2/demos lifecycle_py style):
 
 Commands: each is judged by its capture stamp (``header.stamp``, ROS time) against our ROS clock
 (:class:`command_age.CommandAge`: clock offsets cancel); frames to the board go out as soon as a fresh
-command arrives, capped at ``rate_hz`` frames/s on average (:data:`core.BURST`).
+command arrives, at least ``1/rate_hz`` apart (a command that comes sooner goes with the next tick).
 
 Topics: subscribes ``/hand/target_flexions`` (sensor_msgs/JointState, ``contract.COMMAND`` QoS;
 ``header.frame_id`` names the source, :mod:`command_sources`),
