@@ -25,7 +25,11 @@ commands, time and the board's STATUS frames and writes the frames it returns. R
   baud), however fast commands come. A fresh command that arrives sooner is held, one deep (a
   newer one replaces it), and goes with the first step at or after the interval (the node's next
   tick): at most one interval later. Heartbeats (never sooner than ``heartbeat_period_s``) and
-  the final safe frame always go.
+  the final safe frame always go. While commands come at a steady rate, a tick whose ramp frame
+  would hold the next command (expected within the interval from the median period of the last
+  :data:`ARRIVALS` arrivals, up to :data:`YIELD_JITTER_S` late) skips it (``ticks_yielded``), at
+  most one tick in a row (the rate limiter integrates the time up to ``max_step_s``), never on
+  the way to the safe pose: the command's frame then goes out at once.
 - The board (re)booted or tripped its watchdog → its outputs are detached (the horns stay where
   they were: the ramp restarts from the last pulses it applied) or at its safe pose (the ramp
   restarts from the safe pose).
@@ -67,9 +71,13 @@ from hand_servo_driver.driver_config import (
 from hand_servo_driver.motion import Deadband, RateLimiter
 
 #: also importable from here (their homes: :mod:`driver_config`, :mod:`command_age`)
-__all__ = ["LOSS_WINDOW", "WIRE_HISTORY", "SAFE_FLEXION_MAX", "SAFE_MODES", "CommandAge", "DriverConfig", "DriverConfigError",
+__all__ = ["ARRIVALS", "LOSS_WINDOW", "YIELD_JITTER_S", "WIRE_HISTORY", "SAFE_FLEXION_MAX", "SAFE_MODES", "CommandAge", "DriverConfig", "DriverConfigError",
            "DriverCore", "DriverStats", "ServoSettings", "round_us"]
 
+#: How far from the expected arrival (s) a command may come for a tick to yield its ramp frame to it.
+YIELD_JITTER_S = 0.002
+#: Command arrivals whose median period predicts the next one (a tick yields only with this many).
+ARRIVALS = 9
 #: Capture → wire latencies a core keeps (:attr:`DriverCore.wire_latency`): ~50 s of 60 fps commands.
 WIRE_HISTORY = 3000
 #: Frames (acknowledged or lost) over which :meth:`DriverCore.loss_rate` is computed.
@@ -100,6 +108,7 @@ class DriverStats:
     commands_late: int = 0  #: refused: older than command_timeout_s by their stamp when they arrived
     commands_out_of_order: int = 0  #: refused: stamped before the newest command followed
     frames_capped: int = 0  #: frames held back by the frame interval (sent later, merged)
+    ticks_yielded: int = 0  #: ramp frames a tick skipped for a command expected within the interval
     clock_rebases: int = 0  #: the sender's clock stepped back (see CommandAge)
     last_reject: str = ""
     last_reject_t: float = -math.inf
@@ -133,6 +142,8 @@ class DriverCore:
         #: arrivals over a sliding window: a degraded link while commands still come (WARN)
         self.quality = CommandQuality()
         self.last_refused = ""
+        self._arrivals: deque[float] = deque(maxlen=ARRIVALS)  # our times of the latest followed commands
+        self._yielded = False  # a tick skipped its ramp frame since the last frame
         self.outstanding: OrderedDict[int, tuple[int, float]] = OrderedDict()
         self.board: p.Status | None = None
         self.last_status_t: float | None = None
@@ -208,6 +219,7 @@ class DriverCore:
         self.stale = False
         self.target = None
         self._drive_t = None
+        self._arrivals.clear()
         self.deadband.reset()
 
     def safe_frame(self, now: float) -> bytes:
@@ -265,12 +277,22 @@ class DriverCore:
         self.flexions = {n: float(flexions[n]) for n in self.config.names}
         self.target = self.deadband.update(self.config.pulses(self.flexions))
         self.cmd_time = now
+        self._arrivals.append(now)
         self._unsent = (stamp_s, arrival_s, now) if stamp_s is not None and arrival_s is not None else None
         return True
 
     def may_send(self, now: float) -> bool:
         """A SET_PULSES frame may leave at ``now``: ``min_frame_interval_s`` since the last frame."""
         return now - self.last_tx_t >= self.config.min_frame_interval_s - 1e-9
+
+    def _command_due(self, now: float) -> bool:
+        """A command is expected before a frame sent now would let it go (see the module doc)."""
+        if len(self._arrivals) < ARRIVALS or self._yielded:
+            return False
+        t = list(self._arrivals)
+        expected = t[-1] + float(np.median(np.diff(t)))
+        # the last tick before the command (up to YIELD_JITTER_S late) is the one that would hold it
+        return expected + YIELD_JITTER_S - self.config.min_frame_interval_s < now <= expected + YIELD_JITTER_S
 
     def step(self, now: float, urgent: bool = False) -> list[bytes]:
         """Advance to ``now`` and return the frames to write (possibly none). ``urgent``: called
@@ -303,7 +325,8 @@ class DriverCore:
             self._drive_t = now
             pulses = round_us(self.limiter.step(goal, dt, self.config.safe_rates_us() if self.going_safe else None))
             if pulses != self.last_sent:
-                if self.may_send(now):
+                if (self.may_send(now) and (urgent or self.going_safe or self.stale
+                                            or not self._command_due(now))):
                     self.last_sent = pulses
                     frames.append(self._pulses_frame(pulses, now))
                     if self.going_safe and pulses == round_us(goal):
@@ -311,7 +334,11 @@ class DriverCore:
                 else:  # held back: the limiter stays with what the board has, so the next frame
                     # moves at most rate x min(time since this one, max_step_s) — never a merged jump
                     self.limiter.value, self._drive_t = before, before_t
-                    self.stats.frames_capped += 1
+                    if self.may_send(now):
+                        self._yielded = True
+                        self.stats.ticks_yielded += 1
+                    else:
+                        self.stats.frames_capped += 1
             elif self.going_safe and pulses == round_us(goal):
                 self._reached_safe()
             elif urgent:  # the command's pulses are what the board has: nothing for it on the wire
@@ -483,6 +510,7 @@ class DriverCore:
         data = encoder(seq, *args)
         self.seq = (seq + 1) & 0xFFFF
         self.last_tx_t = now
+        self._yielded = False
         if self.stats.frames_sent == 0:
             self._silence_ref = now
         self.stats.frames_sent += 1

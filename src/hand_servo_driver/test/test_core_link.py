@@ -11,7 +11,7 @@ import pytest
 
 from hand_servo_driver import protocol as p
 from hand_servo_driver.board import BoardConfig
-from hand_servo_driver.core import LOSS_WINDOW, DriverConfigError, DriverCore
+from hand_servo_driver.core import ARRIVALS, LOSS_WINDOW, DriverConfigError, DriverCore
 
 sys.path.insert(0, os.path.dirname(__file__))
 from driver_loop import DT, SAFE_US, Loop, _within_limits, config, flex  # noqa: E402
@@ -178,9 +178,10 @@ def test_the_frame_cap_holds_a_1khz_command_flood_to_the_control_rate():
     assert lp.core.stats.frames_capped > 800
 
 
-def test_a_command_soon_after_a_tick_frame_goes_with_the_next_tick_the_newest_wins():
+def test_a_steady_command_stream_goes_out_at_once_a_held_one_with_the_next_tick_the_newest_wins():
     lp = Loop(config(min_frame_interval_s=0.01, deadband_deg=0.0))
     lp.core.activate()
+    at_once = 0
     for k in range(90):
         t = round(k / 30.0, 6)
         for j in range(1, 4):  # the ticks between commands ramp toward the last target
@@ -192,10 +193,12 @@ def test_a_command_soon_after_a_tick_frame_goes_with_the_next_tick_the_newest_wi
         v = 0.5 + 0.4 * math.sin(k / 5.0)
         lp.core.command(flex(v, v, v, v, v), t)
         frames = lp.core.step(t, urgent=True)
-        assert not frames or t - last_tx >= 0.01 - 1e-9  # 3.3 ms after a ramp frame: held
+        assert not frames or t - last_tx >= 0.01 - 1e-9  # never within 10 ms of the last frame
+        at_once += bool(frames) and k >= ARRIVALS
         lp.send(frames)
     assert np.diff(lp.sent_t).min() >= 0.01 - 1e-9
-    assert lp.core.stats.frames_capped >= 50  # the commands that came while the ramp still moved
+    # from the ARRIVALS-th command on, the tick 3.3 ms before each command yields its ramp frame
+    assert at_once >= 90 - ARRIVALS - 5 and lp.core.stats.ticks_yielded >= 50
     # the held command leaves with the next tick (10 ms after the last frame), as the newest one
     lp.t = round(lp.t + 0.0001, 6)
     lp.core.command(flex(0.9, 0.9, 0.9, 0.9, 0.9), lp.t)
