@@ -191,11 +191,6 @@ def run_profile(args: argparse.Namespace) -> int:
     kind, _, target = source.partition(":") if has_tracker else ("", "", "")
     if has_tracker:
         overrides.setdefault(TRACKER, {}).setdefault(tracker_iface.PARAM_SOURCE, source)
-        if kind in ("video", "bag") and tracker_iface.PARAM_DROP_LATE_FRAMES not in overrides[TRACKER]:
-            # a recording keeps every frame (as make demo does): paced at its own rate, a machine too slow
-            # for it slows the replay instead of dropping frames and failing the run for the loss;
-            # -p tracker.drop_late_frames=true asks for a live camera's newest-frame semantics
-            overrides[TRACKER][tracker_iface.PARAM_DROP_LATE_FRAMES] = False
         if overrides[TRACKER].get(tracker_iface.PARAM_LOOP) is True:
             kind = "looping"  # runs until Ctrl-C / --duration
     if kind == "video":
