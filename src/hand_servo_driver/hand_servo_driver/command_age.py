@@ -16,16 +16,25 @@ class CommandAge:
     ``base`` rises by ``drift`` s per s (clock rates differ by ppm; a base stuck low would
     slowly age every command) and drops to any smaller transit. A sender clock *stepped back*
     raises every transit at once: when every command for ``rebase_s`` was late by about the same
-    excess (within ``spread_s``) while arriving steadily (gaps under ``spread_s``), that is a clock
-    step, not a delay, and the base takes the new transit (counted in :attr:`rebases`). A burst
-    replayed after a stall arrives in a moment, not steadily for seconds, and stays refused.
+    excess (within ``spread_s``) while arriving steadily (gaps under ``spread_s``) *and at the pace
+    it was stamped* (at least ``paced_fraction`` of consecutive late commands arrived within
+    ``pace_tol_s`` of their stamps' spacing), that is a clock step, not a delay, and the base takes
+    the new transit (counted in :attr:`rebases`). A burst replayed after a stall arrives in a
+    moment, not steadily for seconds, and stays refused; so does a lossy reliable link, whose
+    retransmissions hold the commands behind a lost one and then deliver them together (a 20 %
+    loss phase of the two-host test was taken for a clock step before the pace condition).
     Times in seconds; ``mono`` is our monotonic clock.
     """
 
-    def __init__(self, drift: float = 1e-3, rebase_s: float = 2.0, spread_s: float = 0.15):
+    def __init__(self, drift: float = 1e-3, rebase_s: float = 2.0, spread_s: float = 0.15,
+                 pace_tol_s: float = 0.02, paced_fraction: float = 0.75):
         self.drift = float(drift)
         self.rebase_s = float(rebase_s)
         self.spread_s = float(spread_s)
+        self.pace_tol_s = float(pace_tol_s)
+        self.paced_fraction = float(paced_fraction)
+        self._late_prev: tuple[float, float] | None = None  # (stamp, mono) of the run's last late command
+        self._late_pairs = self._late_paced = 0
         self.base: float | None = None
         self._base_t = 0.0
         self._late_since: float | None = None
@@ -54,9 +63,16 @@ class CommandAge:
         if (self._late_since is None or mono - self._late_last > self.spread_s
                 or max(self._late_hi, ex) - min(self._late_lo, ex) > self.spread_s):
             self._late_since, self._late_lo, self._late_hi = mono, ex, ex
+            self._late_prev, self._late_pairs, self._late_paced = None, 0, 0
+        if self._late_prev is not None:
+            self._late_pairs += 1
+            prev_stamp, prev_mono = self._late_prev
+            self._late_paced += abs((mono - prev_mono) - (float(stamp_s) - prev_stamp)) <= self.pace_tol_s
+        self._late_prev = (float(stamp_s), mono)
         self._late_last = mono
         self._late_lo, self._late_hi = min(self._late_lo, ex), max(self._late_hi, ex)
-        if mono - self._late_since >= self.rebase_s:
+        if (mono - self._late_since >= self.rebase_s and self._late_pairs > 0
+                and self._late_paced >= self.paced_fraction * self._late_pairs):
             self.base = transit
             self.rebases += 1
             self._late_since = None

@@ -86,6 +86,32 @@ def test_command_age_rebases_after_a_clock_step_but_not_for_a_burst():
     assert ex[-1] == pytest.approx(0.0, abs=1e-6)
 
 
+def test_command_age_does_not_take_a_lossy_reliable_link_for_a_clock_step():
+    """20 % loss on a reliable link: a lost command is retransmitted ~0.2-0.3 s later and the ones
+    behind it are delivered with it (head-of-line blocking), for seconds. They arrive steadily late
+    by a similar excess, but in bursts, not at the pace they were stamped: no rebase, every one of
+    them stays refused (the two-host test's loss phase counted one rebase before the pace rule)."""
+    from hand_servo_driver.core import CommandAge
+
+    age = CommandAge()
+    for k in range(30):
+        age.excess(k / 30.0, k / 30.0 + 0.005, k / 30.0, 0.15)
+    refused = 0
+    t0 = 1.0
+    for block in range(40):  # 4 s: every 0.1 s the 3 commands captured meanwhile arrive together
+        release = t0 + 0.1 * (block + 1) + 0.2  # held behind a retransmission
+        for i in range(3):
+            stamp = t0 + 0.1 * block + i / 30.0
+            arrival = release + 0.002 * i
+            refused += age.excess(stamp, arrival, arrival, 0.15) > 0.15
+    assert age.rebases == 0  # steadily late (gaps <= 0.1 s, excess 0.27-0.30 s) for 4 s, but not paced
+    assert refused == 40 * 3
+    # the same excess at the pace of the stamps is a clock step: followed again after rebase_s
+    t = t0 + 5.0
+    ex = [age.excess(t + k / 30.0 - 0.4, t + k / 30.0, t + k / 30.0, 0.15) for k in range(90)]
+    assert age.rebases == 1 and ex[-1] == pytest.approx(0.0, abs=1e-6)
+
+
 def test_a_command_late_by_its_stamp_is_refused_and_a_stale_burst_never_replayed():
     cfg = config(command_timeout_s=0.15)
     core = DriverCore(cfg, expect_acks=False)
