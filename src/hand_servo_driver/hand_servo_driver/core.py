@@ -143,6 +143,7 @@ class DriverCore:
         self.quality = CommandQuality()
         self.last_refused = ""
         self._arrivals: deque[float] = deque(maxlen=ARRIVALS)  # our times of the latest followed commands
+        self._expected: float | None = None  # when the next command is expected (set on each arrival)
         self._yielded = False  # a tick skipped its ramp frame since the last frame
         self.outstanding: OrderedDict[int, tuple[int, float]] = OrderedDict()
         self.board: p.Status | None = None
@@ -220,6 +221,7 @@ class DriverCore:
         self.target = None
         self._drive_t = None
         self._arrivals.clear()
+        self._expected = None
         self.deadband.reset()
 
     def safe_frame(self, now: float) -> bytes:
@@ -278,6 +280,8 @@ class DriverCore:
         self.target = self.deadband.update(self.config.pulses(self.flexions))
         self.cmd_time = now
         self._arrivals.append(now)
+        if len(self._arrivals) == ARRIVALS:  # once per arrival, not on every 100 Hz tick
+            self._expected = now + float(np.median(np.diff(self._arrivals)))
         self._unsent = (stamp_s, arrival_s, now) if stamp_s is not None and arrival_s is not None else None
         return True
 
@@ -287,10 +291,9 @@ class DriverCore:
 
     def _command_due(self, now: float) -> bool:
         """A command is expected before a frame sent now would let it go (see the module doc)."""
-        if len(self._arrivals) < ARRIVALS or self._yielded:
+        if self._expected is None or self._yielded:
             return False
-        t = list(self._arrivals)
-        expected = t[-1] + float(np.median(np.diff(t)))
+        expected = self._expected
         # the last tick before the command (up to YIELD_JITTER_S late) is the one that would hold it
         return expected + YIELD_JITTER_S - self.config.min_frame_interval_s < now <= expected + YIELD_JITTER_S
 
