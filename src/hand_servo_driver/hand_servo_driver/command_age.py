@@ -5,6 +5,23 @@ from __future__ import annotations
 import math
 
 
+def reception_times(mono_now: float, clock_now_s: float, received_ns: int | None) -> tuple[float, float]:
+    """When a command arrived: ``(arrival_s, received_mono)``, on the stamps' clock (ROS time = the
+    system clock, s) and on our monotonic clock (s), from the middleware's reception timestamp.
+
+    ``received_ns``: rmw's ``received_timestamp`` (ns, the system clock: Fast DDS's reception
+    time; rclpy passes it in the MessageInfo of a two-argument subscription callback), 0/None when
+    the middleware does not provide it. ``mono_now`` and ``clock_now_s``: both clocks read now, in
+    the callback. The time the command waited in our process (``clock_now_s - received``, an
+    executor backlog) is taken off both; a reception stamp "in the future" (our system clock
+    stepped back in between) counts as now. Without a reception stamp the callback time is the
+    arrival."""
+    if not received_ns or received_ns <= 0:
+        return float(clock_now_s), float(mono_now)
+    waited = max(0.0, float(clock_now_s) - received_ns * 1e-9)
+    return float(clock_now_s) - waited, float(mono_now) - waited
+
+
 class CommandAge:
     """How late a command arrived, judged from its capture stamp without synchronised clocks.
 
@@ -23,7 +40,9 @@ class CommandAge:
     moment, not steadily for seconds, and stays refused; so does a lossy reliable link, whose
     retransmissions hold the commands behind a lost one and then deliver them together (a 20 %
     loss phase of the two-host test was taken for a clock step before the pace condition).
-    Times in seconds; ``mono`` is our monotonic clock.
+    Times in seconds; ``mono`` is our monotonic clock. Arrival means the middleware's reception
+    (:func:`reception_times`), not the callback: a steady backlog of our own executor would
+    otherwise raise every transit alike and look like a sender clock stepped back.
     """
 
     def __init__(self, drift: float = 1e-3, rebase_s: float = 2.0, spread_s: float = 0.15,

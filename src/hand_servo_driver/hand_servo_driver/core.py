@@ -11,7 +11,8 @@ commands, time and the board's STATUS frames and writes the frames it returns. R
   frame goes out only when the rounded output changed; otherwise a HEARTBEAT every
   ``heartbeat_period_s`` keeps the board's watchdog fed.
 - A command's age comes from its capture stamp (:class:`CommandAge`: the transit beyond the fastest
-  seen, so a clock offset between the sender and us cancels); a command that arrives older than
+  seen, so a clock offset between the sender and us cancels) and its *reception* (the middleware's
+  timestamp, not when our callback ran: a backlog in our own executor is not the link's delay); a command that arrives older than
   ``command_timeout_s`` by its stamp, or older than the newest one followed, is refused (a burst
   queued behind a stall or a dead link is never replayed). The pose followed is therefore at most
   ``command_timeout_s`` old when it arrives and is held for at most ``command_timeout_s`` more.
@@ -124,7 +125,8 @@ class DriverCore:
         self.seq = 0
         self.active = False
         self.flexions: dict[str, float] | None = None
-        self.cmd_time: float | None = None  #: our monotonic time at which the newest command followed arrived
+        #: our monotonic time at which the newest command followed arrived (its reception)
+        self.cmd_time: float | None = None
         self.cmd_stamp: float | None = None  #: capture stamp of the newest command followed (sender's clock)
         self.stale = False
         self.target: np.ndarray | None = None
@@ -247,43 +249,58 @@ class DriverCore:
 
     # --- inputs ------------------------------------------------------------------------------------
     def command(self, flexions: Mapping[str, float], now: float, stamp_s: float | None = None,
-                arrival_s: float | None = None) -> bool:
+                arrival_s: float | None = None, received: float | None = None) -> bool:
         """A validated flexion command (``{name: flexion}``, every servo name present), with its
-        capture stamp and our arrival time in the same time base (ROS time, s; None: unstamped,
-        judged by arrival). Returns False when it is not followed: inactive (dropped), older
-        than ``command_timeout_s`` by its stamp when it arrived, or stamped before the newest
-        command followed (each counted, :attr:`last_refused` says why)."""
+        capture stamp and its arrival time in the same time base (ROS time, s; None: unstamped,
+        judged by arrival). ``now``: our monotonic time as it is handled; ``received``: our
+        monotonic time at which it *arrived* (the middleware's reception, <= ``now``; None: ``now``),
+        the time its age, the command-stream window, the stale deadline and the capture → wire
+        figure count from, so a command that waited in our own queue (an executor backlog) is
+        not taken for one the link delayed, nor held longer than ``command_timeout_s`` after it
+        arrived. Returns False when it is not followed: inactive (dropped), older than
+        ``command_timeout_s`` by its stamp when it arrived, or stamped before the newest command
+        followed (each counted, :attr:`last_refused` says why)."""
         if not self.active:
             self.stats.commands_inactive += 1
             return False
+        rx = now if received is None else min(float(received), now)
         excess = 0.0
         if stamp_s is not None and arrival_s is not None:
             rebases = self.age.rebases
-            excess = self.age.excess(stamp_s, arrival_s, now, self.config.command_timeout_s)
+            excess = self.age.excess(stamp_s, arrival_s, rx, self.config.command_timeout_s)
             if self.age.rebases != rebases:
                 self.stats.clock_rebases += 1
             if self.cmd_stamp is not None and stamp_s < self.cmd_stamp:
                 self.stats.commands_out_of_order += 1
                 self.last_refused = f"stamped {self.cmd_stamp - stamp_s:.3f} s before the newest command followed"
-                self.quality.record(now, OUT_OF_ORDER, excess)
+                self.quality.record(rx, OUT_OF_ORDER, excess)
                 return False
             if excess > self.config.command_timeout_s:
                 self.stats.commands_late += 1
                 self.last_refused = (f"arrived {excess:.3f} s late by its stamp (command_timeout_s "
                                      f"{self.config.command_timeout_s:g})")
-                self.quality.record(now, LATE, excess)
+                self.quality.record(rx, LATE, excess)
                 return False
             self.cmd_stamp = stamp_s
-        self.quality.record(now, FOLLOWED, excess if stamp_s is not None and arrival_s is not None else None)
+        self.quality.record(rx, FOLLOWED, excess if stamp_s is not None and arrival_s is not None else None)
         self.stats.commands += 1
         self.flexions = {n: float(flexions[n]) for n in self.config.names}
         self.target = self.deadband.update(self.config.pulses(self.flexions))
-        self.cmd_time = now
+        self.cmd_time = rx
+        # the handling pace (not the reception's): when the next command's callback is expected
         self._arrivals.append(now)
         if len(self._arrivals) == ARRIVALS:  # once per arrival, not on every 100 Hz tick
             self._expected = now + float(np.median(np.diff(self._arrivals)))
-        self._unsent = (stamp_s, arrival_s, now) if stamp_s is not None and arrival_s is not None else None
+        self._unsent = (stamp_s, arrival_s, rx) if stamp_s is not None and arrival_s is not None else None
         return True
+
+    def stale_deadline(self) -> float | None:
+        """Our monotonic time (s) at which the command followed goes stale if no other is
+        followed before (its reception + ``command_timeout_s``); None when there is none to hold
+        (inactive, no command yet, already stale). :meth:`step` at or after it takes the decision."""
+        if not self.active or self.cmd_time is None or self.stale:
+            return None
+        return self.cmd_time + self.config.command_timeout_s
 
     def may_send(self, now: float) -> bool:
         """A SET_PULSES frame may leave at ``now``: ``min_frame_interval_s`` since the last frame."""

@@ -17,8 +17,10 @@ Lifecycle (ros2/demos lifecycle_py style):
 - on_shutdown / on_error (from any state): the same ramp to the safe pose if a port is open, then
   release.
 
-Commands: each is judged by its capture stamp (``header.stamp``, ROS time) against our ROS clock
-(:class:`command_age.CommandAge`: clock offsets cancel); frames to the board go out as soon as a fresh
+Commands: each is judged by its capture stamp (``header.stamp``, ROS time) against its reception
+on our ROS clock (the MessageInfo's ``received_timestamp``, not the callback's time: a backlog in
+this process is not the link's delay; :class:`command_age.CommandAge`: clock offsets cancel), and
+goes stale ``command_timeout_s`` after that reception (a one-shot deadline timer); frames to the board go out as soon as a fresh
 command arrives, at least ``1/rate_hz`` apart (a command that comes sooner goes with the next tick).
 
 Topics: subscribes ``/hand/target_flexions`` (sensor_msgs/JointState, ``contract.COMMAND`` QoS;
@@ -34,6 +36,7 @@ from typing import Any
 
 import serial
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.clock import Clock, ClockType
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 
@@ -43,6 +46,7 @@ from hand_common.service_callers import ServiceCallers
 from hand_common.stats import percentiles_ms
 from hand_servo_driver import interface as iface
 from hand_servo_driver import protocol as p
+from hand_servo_driver.command_age import reception_times
 from hand_servo_driver.command_sources import CommandSources
 from hand_servo_driver.core import DriverConfigError, DriverCore
 from hand_servo_driver.driver_config import safety_problems
@@ -61,8 +65,8 @@ LOSS_MIN_FRAMES = 20
 #: The longest a cleanup/shutdown/error transition ramps to the safe pose before it sends the
 #: safe frame at once (s); the default rate limit covers the SG90's whole range in 0.6 s.
 SAFE_RAMP_LIMIT_S = 1.5
-#: The stale deadline timer fires this long after ``command_timeout_s`` (s): past the core's strict
-#: ``age > command_timeout_s`` whatever the difference between the timer's clock and the monotonic one.
+#: The stale deadline timer (on the steady clock: CLOCK_MONOTONIC, as the core's times) fires this
+#: long after the deadline (s): past the core's strict ``age > command_timeout_s``.
 DEADLINE_MARGIN_S = 0.0005
 
 
@@ -181,9 +185,10 @@ class ServoDriverNode(SafeLifecycleNode):
         self._sub = self.create_subscription(JointState, contract.TOPIC_TARGET_FLEXIONS, self._on_command,
                                              contract.qos(contract.COMMAND))
         self._timer = self.create_timer(1.0 / settings.rate_hz, self._tick)
-        # the stale check at the deadline itself, not at the next control tick: restarted by every
-        # command followed, it fires command_timeout_s after the last one (and then every as long)
-        self._deadline_timer = self.create_timer(cfg.command_timeout_s + DEADLINE_MARGIN_S, self._tick)
+        # the stale check at the deadline itself, not at the next control tick: armed by every command
+        # followed for its reception + command_timeout_s, one shot (see _arm_deadline)
+        self._deadline_timer = self.create_timer(cfg.command_timeout_s + DEADLINE_MARGIN_S, self._on_deadline,
+                                                 clock=Clock(clock_type=ClockType.STEADY_TIME), autostart=False)
         self._diag_timer = self.create_timer(settings.diagnostics_period_s, self._publish_diagnostics)
         self.get_logger().info(
             "configured: " + ", ".join(f"{s.calibration.name}→ch{s.calibration.channel} "
@@ -279,11 +284,15 @@ class ServoDriverNode(SafeLifecycleNode):
         self._core = None
 
     # --- data path ---------------------------------------------------------------------------------------
-    def _on_command(self, msg: JointState) -> None:
+    def _on_command(self, msg: JointState, info: dict[str, Any] | None) -> None:
+        """Two arguments: rclpy then passes the message's MessageInfo (``received_timestamp``: when
+        the middleware received it, see :func:`command_age.reception_times`)."""
+        now = time.monotonic()
+        clock_now = self.get_clock().now().nanoseconds * 1e-9
         core = self._core
         if core is None:
             return
-        if not self._sources.admit(msg.header.frame_id, time.monotonic()):
+        if not self._sources.admit(msg.header.frame_id, now):
             return  # another source than command_source: counted, named in diagnostics
         try:
             flexions = contract.parse_flexions(msg.name, msg.position)
@@ -292,15 +301,32 @@ class ServoDriverNode(SafeLifecycleNode):
             self._last_ignored = str(exc)
             self.get_logger().warning(f"ignored {contract.TOPIC_TARGET_FLEXIONS}: {exc}", throttle_duration_sec=2.0)
             return
-        now = time.monotonic()
         # an unstamped message (stamp 0) is judged by its arrival alone
         stamp = (msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9) or None
-        arrival = self.get_clock().now().nanoseconds * 1e-9
-        if core.command(flexions, now, stamp, arrival):
-            if self._deadline_timer is not None:
-                self._deadline_timer.reset()
+        arrival, received = reception_times(now, clock_now, (info or {}).get("received_timestamp"))
+        if core.command(flexions, now, stamp, arrival, received):
+            self._arm_deadline()
             if self._can_send():
                 self._write(core.step(now, urgent=True))  # at once: the wire follows the command, not the tick
+
+    def _arm_deadline(self) -> None:
+        """The deadline timer fires once, at the followed command's reception + ``command_timeout_s``
+        (:meth:`DriverCore.stale_deadline`, + :data:`DEADLINE_MARGIN_S`), however late its callback
+        ran: the stale decision does not wait for the 100 Hz tick, nor count from a late callback."""
+        timer, core = self._deadline_timer, self._core
+        deadline = core.stale_deadline() if core is not None else None
+        if timer is None or deadline is None:
+            return
+        remaining = deadline + DEADLINE_MARGIN_S - time.monotonic()
+        timer.timer_period_ns = max(int(DEADLINE_MARGIN_S * 1e9), int(remaining * 1e9))
+        timer.reset()  # rcl: next call = now + period (rcl_timer_exchange_period alone does not move it)
+
+    def _on_deadline(self) -> None:
+        """The stale deadline: one shot (re-armed by the next command followed), then the tick's work."""
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+        self._tick()
+        self._arm_deadline()  # a command followed meanwhile (the tick found it fresh): its own deadline
 
     def _now_ms(self, now: float) -> int:
         return int((now - self._t0) * 1000.0) & 0xFFFFFFFF
@@ -316,8 +342,7 @@ class ServoDriverNode(SafeLifecycleNode):
                 core.update_config(cfg)
             except DriverConfigError as exc:
                 self.get_logger().info(f"kept the running servo set: {exc}")
-            if self._deadline_timer is not None:
-                self._deadline_timer.timer_period_ns = int((core.config.command_timeout_s + DEADLINE_MARGIN_S) * 1e9)
+            self._arm_deadline()  # the new command_timeout_s
         link = self._link
         if link is not None:
             if link.maybe_reconnect(now):

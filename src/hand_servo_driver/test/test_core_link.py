@@ -137,6 +137,70 @@ def test_a_command_late_by_its_stamp_is_refused_and_a_stale_burst_never_replayed
     assert core.stale
 
 
+def test_reception_times_take_the_wait_in_our_own_queue_off_both_clocks():
+    from hand_servo_driver.command_age import reception_times
+
+    # received 0.2 s before the callback ran (ROS time 1000.5, monotonic 20.0 now)
+    assert reception_times(20.0, 1000.5, 1000_300_000_000) == pytest.approx((1000.3, 19.8))
+    for missing in (0, None):  # the middleware gave no reception stamp: the callback time
+        assert reception_times(20.0, 1000.5, missing) == (1000.5, 20.0)
+    # a reception stamp after the callback's clock reading (our system clock stepped back): now
+    assert reception_times(20.0, 1000.5, 1000_600_000_000) == (1000.5, 20.0)
+
+
+def _backlogged_stream(core, backlog_s: float, use_reception: bool, seconds: float = 4.0, offset: float = -2.0):
+    """30 Hz commands, 5 ms on the link, each handled ``backlog_s`` after its reception (a steady
+    executor backlog), the sender's clock ``offset`` from ours; returns how many were followed."""
+    followed = 0
+    for k in range(int(seconds * 30)):
+        t = 1.0 + k / 30.0  # capture, on our clock
+        rx = t + 0.005
+        now = rx + (backlog_s if k >= 30 else 0.0)  # the backlog builds after 1 s
+        if use_reception:
+            followed += core.command(flex(0.5, 0.5, 0.5, 0.5, 0.5), now, t + offset, rx + 100.0, rx)
+        else:  # the callback's time taken as the arrival (before: a false clock step)
+            followed += core.command(flex(0.5, 0.5, 0.5, 0.5, 0.5), now, t + offset, now + 100.0)
+    return followed
+
+
+def test_a_steady_executor_backlog_is_not_taken_for_a_sender_clock_step():
+    """The defect of test_two_host_netns (a clock rebase counted on a clean link): with the callback
+    time as the arrival, a steady 0.2 s backlog in our own executor raises every transit alike, at the
+    pace of the stamps: after rebase_s it is taken for the sender's clock stepped back (1 rebase, the
+    commands refused as late until then). With the middleware's reception time the transit stays the
+    link's: 0 rebases, every command followed, its age counted from its reception."""
+    cfg = config(command_timeout_s=0.15)
+    for use_reception, rebases in ((False, 1), (True, 0)):
+        core = DriverCore(cfg, expect_acks=False)
+        core.on_link_up(0.0)
+        core.activate()
+        followed = _backlogged_stream(core, 0.2, use_reception)
+        assert core.stats.clock_rebases == rebases, use_reception
+        assert (followed == 120) == use_reception and core.stats.commands_late == (0 if use_reception else 120 - followed)
+    # the command followed is held for command_timeout_s after its reception, not after the late callback
+    last_rx = 1.0 + 119 / 30.0 + 0.005
+    assert core.cmd_time == pytest.approx(last_rx) and core.stale_deadline() == pytest.approx(last_rx + 0.15)
+
+
+def test_the_stale_decision_counts_from_the_reception():
+    """A command handled 0.1 s after it arrived goes stale 0.15 s after its arrival: at the deadline
+    stale_deadline() names, not 0.15 s after the callback; the window sees its arrival, not the callback."""
+    core = DriverCore(config(command_timeout_s=0.15), expect_acks=False)
+    core.on_link_up(0.0)
+    core.activate()
+    assert core.stale_deadline() is None  # nothing followed yet
+    assert core.command(flex(0.5, 0.5, 0.5, 0.5, 0.5), 10.1, 50.0, 50.005, 10.0)
+    assert core.stale_deadline() == pytest.approx(10.15)
+    core.step(10.149)
+    assert not core.stale
+    core.step(10.151)
+    assert core.stale and core.stale_deadline() is None
+    assert core.quality._events[-1][0] == pytest.approx(10.0)
+    # received "after" it is handled (clocks read in another order): counted as handled now
+    assert core.command(flex(0.5, 0.5, 0.5, 0.5, 0.5), 11.0, 51.0, 51.005, 11.2)
+    assert core.cmd_time == 11.0
+
+
 def _stall_run(stall_s: float, rate_hz: float = 50.0):
     """30 Hz stamped commands following a moving hand, the driver ticking at rate_hz; at 1.0 s the
     driver stalls for ``stall_s`` (no tick, no command); afterwards the timer runs first, then the
