@@ -231,12 +231,29 @@ def print_outages(outs: list[rig.OutageFigures]) -> None:
         print(f"    stale decision after the last command   {_mmm([o.stale_ms for o in g])} ms")
         print(f"    safe pulses held (after the last cmd)   {_mmm([o.safe_ms for o in g])} ms"
               f"   [ramp needed at safe_speed_dps {SAFE_SPEED_DPS:g} {_mmm([o.ramp_ms for o in g])} ms]")
+        print(f"    safe pulses reached after the decision  "
+              f"{_mmm([o.safe_ms - o.stale_ms if o.safe_ms is not None and o.stale_ms is not None else None for o in g])}"
+              " ms")
         print(f"    first command after the link returned   {_mmm([o.resume_cmd_ms for o in g])} ms")
         print(f"    first servo frame after it              {_mmm([o.resume_frame_ms for o in g])} ms")
         print(f"    largest per-frame change                {_mmm([o.largest_step_us for o in g])} us, "
               f"tracking {_mmm([o.largest_track_step_us for o in g])} us (bounds {BOUND - 1:.0f} us tracking, "
               f"{SAFE_BOUND - 1:.0f} us toward the safe pose); jumps {sum(o.jumps for o in g)}; board watchdog trips (driver "
               f"stalled > 0.5 s) {sum(o.watchdog_trips for o in g)}")
+
+
+def worst_case_line() -> str:
+    """The safe pose's worst case by the driver's default parameters (no measurement): the decision
+    ``command_timeout_s`` after the last command's reception, then the longest ramp
+    (:meth:`DriverConfig.safe_ramp_bound_s`: a fist to the open pose at ``safe_speed_dps``), within
+    one control tick."""
+    from hand_servo_driver.parameters import build_config
+
+    cfg, settings = build_config({})
+    timeout, ramp, tick = cfg.command_timeout_s * 1e3, cfg.safe_ramp_bound_s() * 1e3, 1e3 / settings.rate_hz
+    return (f"  worst case by the driver's defaults: decision {timeout:.0f} ms after the last command's reception "
+            f"(+ the driver's scheduling); ramp to the safe pose <= {ramp:.0f} ms (a fist, {cfg.safe_speed_dps:g} °/s); "
+            f"reached <= {timeout + ramp + tick:.0f} ms after it (the two + one {tick:.0f} ms tick)")
 
 
 def print_phases(phs: list[rig.PhaseFigures]) -> None:
@@ -327,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         f = res["faults"]
         print(f"faults, operator {f['operator']} (exit codes {f['codes']}; commands crossed {f['crossed']}, followed {f['followed']}, refused late "
               f"{f['late']}, out of order {f['out_of_order']}):")
+        print(worst_case_line())
         print_outages(f["outages"])
         print_phases(f["phases"])
         print_phases(f["clean"])

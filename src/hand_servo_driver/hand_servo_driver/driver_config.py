@@ -127,6 +127,17 @@ class DriverConfig:
     def deadbands_us(self) -> np.ndarray:
         return np.array([s.deadband_deg * self.us_per_degree for s in self.servos])
 
+    def safe_ramp_bound_s(self) -> float:
+        """The longest ramp to the safe pose (s): from the pulse farthest from the safe one that a
+        servo can be commanded (either end of its range), at its safe rate. With ``safe_mode`` pose,
+        the safe pose is reached at most this long after the stale decision (+ one control tick);
+        ``detach`` stops the pulses at the decision (0)."""
+        if self.safe_mode == "detach":
+            return 0.0
+        far = [max(abs(s.calibration.min_us - safe), abs(s.calibration.max_us - safe))
+               for s, safe in zip(self.servos, self.safe_pulses())]
+        return float(max(np.array(far) / self.safe_rates_us()))
+
 
 
 def round_us(values: Sequence[float]) -> tuple[int, ...]:

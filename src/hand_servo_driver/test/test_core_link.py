@@ -201,6 +201,39 @@ def test_the_stale_decision_counts_from_the_reception():
     assert core.cmd_time == 11.0
 
 
+def test_a_fist_reaches_the_safe_pose_within_the_ramp_bound_after_the_decision():
+    """From a fist (2000 µs) the ramp to the safe pose (1000 µs) at safe_speed_dps 600 takes
+    DriverConfig.safe_ramp_bound_s() (0.15 s) after the stale decision, within one 10 ms tick (its
+    first step integrates the time since the previous one): the safe pose is reached
+    command_timeout_s + ~0.15 s after the last command, never sooner than the horn allows."""
+    cfg = config(command_timeout_s=0.15, max_step_s=0.02)
+    bound = cfg.safe_ramp_bound_s()
+    assert bound == pytest.approx(0.15, rel=1e-3)
+    for phase in (0.0, 0.003, 0.0071):
+        core = DriverCore(cfg, expect_acks=False)
+        core.on_link_up(0.0)
+        core.activate()
+        t, last_cmd = 0.0, None
+        while t < 1.0:  # commands at 30 Hz up to 1 s: the horns reach the fist (rate limit 300 °/s)
+            if last_cmd is None or t - last_cmd >= 1 / 30 - 1e-9:
+                core.command(flex(1, 1, 1, 1, 1), t)
+                last_cmd = t
+            core.step(t)
+            t = round(t + 0.01, 6)
+        assert core.last_sent == (2000,) * 5
+        decided = reached = None
+        t = last_cmd + phase
+        while reached is None and t < last_cmd + 1.0:
+            t = round(t + 0.01, 6)
+            core.step(t)
+            if core.stale and decided is None:
+                decided = t
+            if decided is not None and core.at_safe and core.last_sent == (1000,) * 5:
+                reached = t
+        assert decided - last_cmd <= 0.15 + 0.01 + 1e-9
+        assert bound - 0.02 - 1e-9 <= reached - decided <= bound + 0.01 + 1e-9, (phase, decided, reached)
+
+
 def _stall_run(stall_s: float, rate_hz: float = 50.0):
     """30 Hz stamped commands following a moving hand, the driver ticking at rate_hz; at 1.0 s the
     driver stalls for ``stall_s`` (no tick, no command); afterwards the timer runs first, then the

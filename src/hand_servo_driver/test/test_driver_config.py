@@ -1,5 +1,7 @@
 """The driver config's safety rule for changes while the servos are driven (pure)."""
 
+import pytest
+
 from hand_common.contract import FINGER_NAMES
 from hand_servo_driver.calibration import ServoCalibration
 from hand_servo_driver.driver_config import DriverConfig, ServoSettings, safety_problems
@@ -78,3 +80,13 @@ def test_the_safe_ramp_speed_is_bounded_by_the_horn_and_only_lowered_while_drive
                                                   "(safe_speed_dps 300 -> 600, us_per_degree)")
     with pytest.raises(DriverConfigError, match="safe_speed_dps"):
         build_config({"safe_speed_dps": 700.0})
+
+
+def test_the_longest_ramp_to_the_safe_pose_from_the_pulse_ranges():
+    # 1000-2000 µs, safe at 1000 µs, 600 °/s x 11.111 µs/° = 6667 µs/s: a fist's 1000 µs takes 0.15 s
+    assert config().safe_ramp_bound_s() == pytest.approx(0.15, rel=1e-3)
+    assert config(safe_flexion=0.3).safe_ramp_bound_s() == pytest.approx(0.105, rel=1e-3)  # 700 µs
+    assert config(safe_speed_dps=300.0).safe_ramp_bound_s() == pytest.approx(0.30, rel=1e-3)
+    # a servo tracking faster than safe_speed_dps ramps at its own speed; the slowest far one decides
+    assert config(speed=600.0, cal={"ring": {"max_us": 2500}}).safe_ramp_bound_s() == pytest.approx(0.225, rel=1e-3)
+    assert config(safe_mode="detach").safe_ramp_bound_s() == 0.0
