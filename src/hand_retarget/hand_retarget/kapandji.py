@@ -29,6 +29,18 @@ centre distance at which the robot's thumb tip and the site are in contact
 the thumb tip is within it, in the palm plane. The human's landmarks get none (0): the ``touch``
 radius was set on them.
 
+**A curled finger hides its own base.** The in-plane distance ignores height above the palm, so a
+finger curled into the palm brings its tip, DIP, PIP and MCP sites within ``touch`` of one another
+in the plane: a thumb on the curled little fingertip also "touches" its MCP crease, and the highest
+site wins (Ability on the shared video, frames 458-474: thumb tip on the curled little fingertip,
+8.8-23 mm, scored 9 where the operator was at 7, DIP crease; the MCP crease lay under the curled
+finger). Sites along one digit and on to the palm are a chain (``SITE_CHAINS``: index 1-3, middle
+4, ring 5, little 6-9 and the palmar crease 10); with ``occlusion`` (the robot score: forward
+kinematics gives true 3-D geometry) only the chain's site *nearest the thumb tip in 3-D* among those
+touched in-plane counts, the others lie under it (``occluded`` lists them). An extended finger keeps
+its sites apart in the plane, so this changes nothing there. The human score does not use it: the
+world head's depth is the least reliable coordinate (see the picture, below).
+
 **The picture, where world depth fails.** MediaPipe's world head estimates depth, and on some
 views it gets a pinch wrong: thumb and index tips touch in the picture (19 px apart) while the
 world tips are 41-70 mm apart (held-back recordings of other operators: human Kapandji 0-2 on 3 of
@@ -70,6 +82,9 @@ SITE_NAMES: tuple[str, ...] = (
     "little tip", "little DIP crease", "little PIP crease", "little MCP crease", "distal palmar crease",
 )
 WRIST, THUMB_TIP, INDEX_MCP, LITTLE_MCP = 0, 4, 5, 17
+#: Sites (0-based) along one digit and on to the palm: index 1-3, middle 4, ring 5, little 6-9 +
+#: palmar crease 10 (module docstring: with ``occlusion`` one site a chain counts).
+SITE_CHAINS: tuple[tuple[int, ...], ...] = ((0, 1, 2), (3,), (4,), (5, 6, 7, 8, 9))
 
 
 @dataclass(frozen=True)
@@ -114,6 +129,7 @@ class KapandjiResult:
     palm_width: float
     unreachable: tuple[int, ...] = ()    # levels (1-10) the hand has no site for
     from_image: tuple[int, ...] = ()     # levels (1-10) touched only by the picture's distances
+    occluded: tuple[int, ...] = ()       # levels (1-10) touched in-plane but under a nearer site of their chain
 
 
 def site_matrix(config: KapandjiConfig = KapandjiConfig()) -> np.ndarray:
@@ -130,7 +146,7 @@ _DEFAULT_SITES = site_matrix()
 
 def kapandji(landmarks: np.ndarray, config: KapandjiConfig | None = None,
              sites: np.ndarray | None = None, contact: np.ndarray | None = None,
-             image: np.ndarray | None = None) -> KapandjiResult:
+             image: np.ndarray | None = None, occlusion: bool = False) -> KapandjiResult:
     """Kapandji score of a hand given as (21, 3) landmarks (any rigid frame, any unit).
 
     ``sites`` (10, 3), same frame: the sites themselves instead of landmark combinations; a NaN
@@ -138,7 +154,9 @@ def kapandji(landmarks: np.ndarray, config: KapandjiConfig | None = None,
     unit: per site the thumb-tip distance at which a robot's thumb and the site are in contact
     (module docstring); a site within it counts as touched whatever ``touch`` says. ``image``
     (10,) palm widths: the same hand's in-plane distances measured in the picture
-    (:func:`image_site_distances`, NaN: not measured); per site the smaller one counts."""
+    (:func:`image_site_distances`, NaN: not measured); per site the smaller one counts.
+    ``occlusion``: per site chain (``SITE_CHAINS``) only the touched site nearest the thumb tip in
+    3-D counts (module docstring; for exact geometry: a robot's forward kinematics)."""
     p = np.asarray(landmarks, dtype=float)
     unreachable: tuple[int, ...] = ()
     if sites is not None:
@@ -169,9 +187,22 @@ def kapandji(landmarks: np.ndarray, config: KapandjiConfig | None = None,
             raise ValueError(f"image distances must be ({len(SITE_NAMES)},), got {img.shape}")
         from_image = tuple(int(k) + 1 for k in np.nonzero((img <= limit) & ~(dist <= limit))[0])
         dist = np.where(img < dist, img, dist)       # NaN on either side: the other one
-    touched = np.nonzero(dist <= limit)[0]      # NaN (unreachable) never compares true
+    hit = dist <= limit                          # NaN (unreachable) never compares true
+    occluded: tuple[int, ...] = ()
+    if occlusion:
+        d3 = np.linalg.norm(p[THUMB_TIP] - sites, axis=1)
+        under = []
+        for chain in SITE_CHAINS:
+            on = [k for k in chain if hit[k]]
+            if len(on) > 1:
+                near = min(on, key=lambda k: d3[k])
+                under += [k for k in on if k != near]
+        if under:
+            hit[under] = False
+            occluded = tuple(sorted(int(k) + 1 for k in under))
+    touched = np.nonzero(hit)[0]
     score = int(touched[-1] + 1) if touched.size else 0
-    return KapandjiResult(score, dist, width, unreachable, from_image)
+    return KapandjiResult(score, dist, width, unreachable, from_image, occluded)
 
 
 def image_points(image: np.ndarray, size: tuple[int, int]) -> tuple[np.ndarray, float]:
@@ -317,9 +348,10 @@ def robot_sites(robot, q: np.ndarray) -> np.ndarray:
 
 def robot_kapandji(robot, q: np.ndarray, config: KapandjiConfig | None = None) -> KapandjiResult:
     """Kapandji score of a :class:`hand_retarget.robot.RobotHand` at joint angles ``q`` (n,) rad
-    (mimic joints from their equation: :meth:`~hand_retarget.robot.RobotHand.couple`)."""
+    (mimic joints from their equation: :meth:`~hand_retarget.robot.RobotHand.couple`); a site
+    under a nearer one of its chain does not count (``occlusion``, module docstring)."""
     q = robot.couple(q)
-    return kapandji(robot.landmarks(q), config, robot_sites(robot, q))
+    return kapandji(robot.landmarks(q), config, robot_sites(robot, q), occlusion=True)
 
 
 #: Per site, the landmarks whose phalanges carry it (a joint landmark sits on two; the palmar

@@ -195,4 +195,4 @@ class DexPipeline:
             return kapandji(np.full((21, 3), np.nan))
         if self.robot is not None:
             return robot_kapandji(self.robot, q, self.config.kapandji)
-        return kapandji(self.desc.landmarks(q), self.config.kapandji, contact=self.contact)
+        return kapandji(self.desc.landmarks(q), self.config.kapandji, contact=self.contact, occlusion=True)

@@ -263,3 +263,24 @@ def test_the_picture_is_not_trusted_edge_on_nor_where_it_shows_no_touch(pinch_lm
     assert np.all(np.isnan(image_site_distances(picture(cam), (0, 0))[0]))
     with pytest.raises(ValueError, match="image_min_facing"):
         KapandjiConfig(image_min_facing=-0.1)
+
+
+def test_occlusion_counts_one_site_a_chain_the_nearest_in_3d(desc):
+    """A little finger curled into the palm: its tip lies in-plane over its MCP crease. The thumb tip
+    on the curled tip touches both in-plane; without ``occlusion`` the highest (9, MCP crease) wins,
+    with it only the site nearest in 3-D (the tip, 6) counts and 9 is listed as occluded. An
+    extended finger with the thumb on its DIP crease scores 7 either way."""
+    lm = desc.landmarks()
+    normal = np.cross(lm[5] - lm[0], lm[17] - lm[0])
+    normal /= np.linalg.norm(normal)
+    curled = lm.copy()
+    curled[20] = lm[17] + 0.025 * normal           # the tip 25 mm above the MCP (a finger folded over it)
+    curled[4] = curled[20] + 0.005 * normal        # thumb tip on the curled tip, 5 mm above it
+    sites = site_matrix() @ curled
+    assert np.linalg.norm(curled[4] - sites[8]) > np.linalg.norm(curled[4] - sites[5])
+    plain, occ = kapandji(curled), kapandji(curled, occlusion=True)
+    assert plain.score == 9 and plain.occluded == ()
+    assert occ.score == 6 and 9 in occ.occluded and np.allclose(occ.distances, plain.distances)
+    extended = lm.copy()
+    extended[4] = (site_matrix() @ lm)[6] + 0.01 * normal    # 10 mm in front of the DIP crease
+    assert kapandji(extended).score == kapandji(extended, occlusion=True).score == 7

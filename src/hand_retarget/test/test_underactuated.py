@@ -153,3 +153,21 @@ def test_the_side_comes_from_the_geometry_and_a_mirrored_operator_hand_drives_it
     assert own.ok and via_mirror.ok and via_mirror.mirrored and not own.mirrored
     assert np.abs(own.raw - via_mirror.raw).max() < 1e-9
     assert np.linalg.norm(own.raw - (lm - lm[0]), axis=1).max() < 0.030
+
+
+@pytest.mark.parametrize("name", ("ability_hand_right", "ability_hand_left"))
+def test_a_curled_little_finger_hides_its_base_crease(name):
+    """Ability's twin on the shared video, frames 459-474 (measured angles): the thumb tip on the
+    curled little fingertip (in-plane 0.15 palm widths) also lies in-plane over the little MCP
+    crease (0.23); the robot score counts the tip (6), not the crease under the curled finger (9)
+    that it read before (the operator was at 7, DIP crease)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        robot = load_robot(name, "dexpilot", ROBOTS)
+    q = robot.rest.copy()
+    for n, v in zip(("index_q1", "middle_q1", "pinky_q1", "ring_q1", "thumb_q1", "thumb_q2"),
+                    (0.41, 0.38, 0.95, 0.68, -2.09, 0.83)):
+        q[robot.joint_names.index(n)] = v
+    res = robot_kapandji(robot, robot.couple(q))
+    assert res.distances[5] < 0.25 and res.distances[8] < 0.25      # tip and MCP crease both in-plane touched
+    assert res.score == 6 and 9 in res.occluded
