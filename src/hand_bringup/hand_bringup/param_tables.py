@@ -19,6 +19,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from hand_bringup.bringup import NODES, NodeSpec
+from hand_common.param_spec import did_you_mean
 
 #: rcl_interfaces ParameterType → name
 TYPE_NAMES = {1: "bool", 2: "integer", 3: "double", 4: "string", 5: "byte_array", 6: "bool_array",
@@ -139,15 +140,16 @@ def _yaml_type(value: Any) -> str:
 
 def yaml_problems(params: Mapping[str, Any], rows: Iterable[Row], renamed: Mapping[str, str]) -> list[str]:
     """What is wrong in one node's ``ros__parameters`` (nested allowed) against its declared table:
-    a name the node does not declare (an old name says its new one), a value whose YAML type is
-    not the declared type (rclpy refuses an integer for a double)."""
+    a name the node does not declare (an old name says its new one, a misspelt one the close
+    names), a value whose YAML type is not the declared type (strict: the workspace's own files
+    say what they mean, though a node takes an integer for a double parameter as that double)."""
     declared = {r.name: r for r in rows}
     problems = []
     for name, value in flatten(params).items():
         if name in renamed:
             problems.append(f"'{name}' is now '{renamed[name]}'")
         elif name not in declared:
-            problems.append(f"{name}: not declared by the node")
+            problems.append(f"{name}: not declared by the node{did_you_mean(name, declared)}")
         elif (t := _yaml_type(value)) != declared[name].type and not (value == [] and declared[name].type.endswith("_array")):
             problems.append(f"{name}: YAML gives {t} {value!r}, the node declares {declared[name].type}")
     return problems

@@ -32,21 +32,26 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import re
 import signal
 import sys
+import time
 from typing import Any
 
 from hand_bringup.bringup import (
     CONSOLE,
     DEX_RETARGET,
     DEX_TWIN,
+    NODES,
     PROFILES,
+    SERVO_DRIVER,
     TRACKER,
     TWO_HOST_FASTDDS_PROFILE,
     share_file,
 )
 from hand_bringup.runner_core import DuplicateNodesError, RunConfig, Runner
 from hand_common import contract
+from hand_common.param_spec import TYPE_NAMES, coerce_value, did_you_mean
 from hand_tracking import interface as tracker_iface
 
 
@@ -65,11 +70,18 @@ def parse_overrides(items: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
+#: a number with an exponent and no decimal point (``1e-3``): YAML 1.1 (PyYAML) reads it as text,
+#: rcl's parameter parser (``-p x:=1e-3``, a params file) as a double
+_EXPONENT_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
 def parse_value(text: str) -> Any:
-    """A ``-p`` value: the YAML scalar or list ``text`` means, else ``text`` itself (see
-    :func:`parse_overrides`)."""
+    """A ``-p`` value: the YAML scalar or list ``text`` means (``1e-3`` a double, as rcl reads it),
+    else ``text`` itself (see :func:`parse_overrides`)."""
     import yaml
 
+    if _EXPONENT_NUMBER.fullmatch(text.strip()):
+        return float(text)
     try:
         value = yaml.safe_load(text)
     except yaml.YAMLError:
@@ -168,6 +180,7 @@ def _video_frame_count(path: str) -> int:
 
 
 def run_profile(args: argparse.Namespace) -> int:
+    check_board_flags(args)
     out = pathlib.Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     overrides = parse_overrides(args.param or [])
@@ -244,20 +257,58 @@ def run_profile(args: argparse.Namespace) -> int:
     return code
 
 
+def param_target(node: str, running: list[str]) -> str:
+    """The node ``runner param`` sets: ``node`` as given (``hand_tracker``, ``/hand_tracker``) or a
+    runner key (``tracker``, as in ``-p tracker.x=...``) turned into its node name. ValueError when
+    no such node runs (``running``: the node names on the graph), naming the close ones."""
+    name = node.lstrip("/")
+    if name not in running and name in NODES:
+        name = NODES[name].name
+    if name in running:
+        return name
+    domain = os.environ.get("ROS_DOMAIN_ID", "0")
+    keys = [k for k, spec in NODES.items() if spec.name in running]
+    hint = did_you_mean(node.lstrip("/"), list(running) + keys)
+    ours = sorted(n for n in running if not n.startswith("hand_runner"))
+    raise ValueError(f"no node /{node.lstrip('/')} is running on ROS_DOMAIN_ID {domain}{hint}; running: "
+                     f"{', '.join('/' + n for n in ours) or 'none (is a runner started on this ROS_DOMAIN_ID?)'}")
+
+
+def param_request(node: str, name: str, text: str, declared: dict[str, str]) -> Any:
+    """The value ``runner param <node> <name> <text>`` sends: ``text`` read as a ``-p`` value
+    (:func:`parse_value`) and made the declared type's (an integer for a double parameter is that
+    double: ``2`` → 2.0). ``declared``: the node's ``{parameter: type name}``. ValueError names a
+    parameter the node does not declare (and the close ones), or the parameter, its type and the
+    value when the value is of another type."""
+    if name not in declared:
+        raise ValueError(f"/{node} has no parameter '{name}'{did_you_mean(name, declared)}")
+    return coerce_value(name, parse_value(text), declared[name])
+
+
 def run_param(args: argparse.Namespace) -> int:
-    import yaml
+    from rcl_interfaces.srv import DescribeParameters, ListParameters
 
     from hand_common.probe import RosProbe
 
     probe = RosProbe("hand_runner_param")
     try:
-        (result,) = probe.set_parameters(args.node, **{args.name: yaml.safe_load(args.value)})
+        end = time.monotonic() + 2.0  # discovery of the nodes already running
+        while True:
+            running = [n for n, ns in probe.node.get_node_names_and_namespaces() if ns == "/"]
+            if args.node.lstrip("/") in running or args.node in NODES and NODES[args.node].name in running \
+                    or time.monotonic() > end:
+                break
+            time.sleep(0.1)
+        node = param_target(args.node, running)
+        names = list(probe.call(ListParameters, f"/{node}/list_parameters", ListParameters.Request()).result.names)
+        described = probe.call(DescribeParameters, f"/{node}/describe_parameters",
+                               DescribeParameters.Request(names=names)).descriptors
+        declared = {n: TYPE_NAMES.get(d.type, str(d.type)) for n, d in zip(names, described)}
+        value = param_request(node, args.name, args.value, declared)
+        (result,) = probe.set_parameters(node, **{args.name: value})
     finally:
         probe.close()
-    reason = result.reason
-    if not result.successful and "undeclared" in reason:
-        reason = f"/{args.node} has no parameter '{args.name}'"
-    print("Set parameter successful" if result.successful else f"Setting parameter failed: {reason}")
+    print("Set parameter successful" if result.successful else f"Setting parameter failed: {result.reason}")
     return 0 if result.successful else 1
 
 
@@ -280,6 +331,32 @@ def run_calibrate(args: argparse.Namespace) -> int:
 # Profiles whose run is a function of a module above the runner (demo imports the runner); the CLI in
 # hand_bringup.cli passes them in, so the runner never imports its own callers (no import cycle).
 HANDLED_PROFILES = ("demo",)
+#: The profiles whose servo driver the runner connects to a simulated board unless --no-sim-board
+#: (demo always uses the simulated board; the others have no servo driver)
+BOARD_PROFILES = tuple(p for p, keys in PROFILES.items() if SERVO_DRIVER in keys and p not in HANDLED_PROFILES)
+
+
+def check_board_flags(args: argparse.Namespace) -> None:
+    """ValueError for ``--no-sim-board`` / ``--sim-board-dir`` on a profile without a simulated
+    board to replace or place (every profile but :data:`BOARD_PROFILES`: they would be ignored),
+    and for both together."""
+    given = [f for f, v in (("--no-sim-board", args.no_sim_board), ("--sim-board-dir", args.sim_board_dir)) if v]
+    if given and args.profile not in BOARD_PROFILES:
+        why = "always uses the simulated board" if args.profile in HANDLED_PROFILES else "has no servo board"
+        raise ValueError(f"{' and '.join(given)}: profile '{args.profile}' {why}; "
+                         f"{'they apply' if len(given) > 1 else 'it applies'} to {', '.join(BOARD_PROFILES)}")
+    if len(given) == 2:
+        raise ValueError("--sim-board-dir places the simulated board, --no-sim-board replaces it: give one")
+
+
+def board_help(profile: str) -> tuple[str, str]:
+    """The help of ``--no-sim-board`` and ``--sim-board-dir`` in ``profile``'s ``--help``."""
+    where = f"profiles {', '.join(BOARD_PROFILES)}"
+    if profile in BOARD_PROFILES:
+        return (f"use a real board at servo_driver.port instead of the simulated one ({where})",
+                f"the simulated board's link, pulse log and stats here instead of --out ({where})")
+    why = "always uses the simulated board" if profile in HANDLED_PROFILES else "has no servo board"
+    return (f"{where} only: '{profile}' {why} (refused)", f"{where} only: '{profile}' {why} (refused)")
 
 
 def build_parser(handlers: dict[str, Any] | None = None) -> argparse.ArgumentParser:
@@ -297,13 +374,14 @@ def build_parser(handlers: dict[str, Any] | None = None) -> argparse.ArgumentPar
         s.add_argument("-p", "--param", action="append", metavar="NODE.PARAM=VALUE",
                        help="parameter override, e.g. tracker.mirror=true; node keys: "
                             f"{', '.join(PROFILES[profile]) if profile in PROFILES else 'the profile nodes'}; "
-                            "give decimal parameters a decimal point (1.0, not 1: ROS parameters are typed)")
+                            "an integer for a decimal parameter is that decimal (2 = 2.0), a decimal for an "
+                            "integer parameter is refused")
         s.add_argument("--params-file", action="append", metavar="NODE=FILE", help="replace a node's YAML file")
         s.add_argument("--no-record", action="store_true", help="do not write a bag")
-        s.add_argument("--no-sim-board", action="store_true", help="hardware: use a real board at servo_driver.port")
+        no_board_help, board_dir_help = board_help(profile)
+        s.add_argument("--no-sim-board", action="store_true", help=no_board_help)
         s.add_argument("--duration", type=float, help="stop after this many seconds")
-        s.add_argument("--sim-board-dir", metavar="DIR",
-                       help="the simulated board's link, pulse log and stats here instead of --out")
+        s.add_argument("--sim-board-dir", metavar="DIR", help=board_dir_help)
         s.add_argument("--peer", action="append", metavar="HOST",
                        help="two hosts: the other host's address or name (repeatable); DDS then reaches this "
                             "host and the peers only, over UDP (ROS_STATIC_PEERS; use the same ROS_DOMAIN_ID "
@@ -327,7 +405,10 @@ def build_parser(handlers: dict[str, Any] | None = None) -> argparse.ArgumentPar
                             "recalibrate the tracker and move the robot: a warning is printed)")
         s.set_defaults(func=run_profile, profile=profile, handler=handlers.get(profile))
     s = sub.add_parser("param", help="set a parameter on a running node (= ros2 param set)")
-    s.add_argument("node"), s.add_argument("name"), s.add_argument("value")
+    s.add_argument("node", help="node name (hand_tracker) or runner key (tracker)")
+    s.add_argument("name", help="parameter name")
+    s.add_argument("value", help="the value, as YAML (1.7, 2, true, [0.1, 0.2], text); an integer for a "
+                                 "decimal parameter is that decimal")
     s.set_defaults(func=run_param)
     s = sub.add_parser("calibrate", help="capture the open hand or the fist on the running tracker")
     s.add_argument("pose", choices=["open", "fist"])

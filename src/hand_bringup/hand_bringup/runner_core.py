@@ -43,6 +43,7 @@ from hand_bringup.runner_recording import (
     summary_lines,
 )
 from hand_common import contract
+from hand_common.param_spec import did_you_mean
 from hand_common.processes import NodeProcess, ensure_local_discovery
 from hand_joint_mapper import interface as mapper_iface
 from hand_servo_driver import interface as servo_iface
@@ -83,6 +84,24 @@ def ros_value(v: Any) -> str:
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(ros_value(x) for x in v) + "]"
     return str(v)
+
+
+def params_file_names(path: str, node_name: str) -> list[str]:
+    """The parameter names (``a.b`` for nested namespaces, as rcl reads them) that the sections of
+    the YAML parameters file ``path`` reaching ``node_name`` set (see :func:`check_params_file`)."""
+    import fnmatch
+
+    import yaml
+
+    from hand_bringup.param_tables import flatten
+
+    with open(path, encoding="utf8") as f:
+        doc = yaml.safe_load(f)
+    names: set[str] = set()
+    for key, section in (doc or {}).items():
+        if fnmatch.fnmatchcase(node_name, str(key).lstrip("/").replace("**", "*")) and isinstance(section, dict):
+            names |= set(flatten(section.get("ros__parameters") or {}))
+    return sorted(names)
 
 
 def check_params_file(path: str, node_name: str) -> None:
@@ -156,8 +175,9 @@ class Runner:
             cfg.overrides.setdefault(CONSOLE, {}).setdefault("profile", cfg.profile)
         unknown = sorted((set(cfg.overrides) | set(cfg.params_files)) - {s.key for s in self.specs})
         if unknown:
-            raise ValueError(f"no node {unknown} in profile '{cfg.profile}'; its nodes are "
-                             f"{[s.key for s in self.specs]}")
+            keys = [s.key for s in self.specs]
+            hints = "".join(did_you_mean(k, keys) for k in unknown)
+            raise ValueError(f"no node {unknown} in profile '{cfg.profile}'{hints}; its nodes are {keys}")
         for spec in self.specs:
             if spec.key in cfg.params_files:
                 check_params_file(cfg.params_files[spec.key], spec.name)
@@ -335,12 +355,15 @@ class Runner:
             raise RuntimeError(f"{exc}{tail}") from None
 
     def _check_overrides(self) -> None:
-        """rclpy silently ignores an override of an undeclared parameter: refuse such typos."""
+        """rclpy silently ignores an override of an undeclared parameter: refuse such typos (a
+        ``-p`` and a ``--params-file``'s names), naming the close declared names."""
         from rcl_interfaces.srv import ListParameters
 
         for spec in self.specs:
             wanted = set(self.cfg.overrides.get(spec.key, {}))
-            if not wanted:
+            in_file = set(params_file_names(self.cfg.params_files[spec.key], spec.name)) \
+                if spec.key in self.cfg.params_files else set()
+            if not wanted | in_file:
                 continue
             # a node still starting answers once it spins; one that died (its services may still
             # be on the graph for a while) is reported with its own reason, not as a silent service
@@ -355,9 +378,16 @@ class Runner:
                     self.check_alive()
                     if time.monotonic() >= end:
                         raise
-            unknown = sorted(wanted - set(res.result.names))
-            if unknown:
-                raise ValueError(f"/{spec.name} declares no parameter {unknown} (check -p {spec.key}.<name>)")
+            declared = [n for n in res.result.names if not n.startswith("qos_overrides.")]
+            problems = []
+            for names, where in ((wanted, f"-p {spec.key}.<name>"),
+                                 (in_file, f"--params-file {self.cfg.params_files.get(spec.key)}")):
+                unknown = sorted(names - set(res.result.names))
+                if unknown:
+                    hints = "".join(f"; '{u}'{h}" for u in unknown if (h := did_you_mean(u, declared)))
+                    problems.append(f"/{spec.name} declares no parameter {unknown} (check {where}){hints}")
+            if problems:
+                raise ValueError("\n".join(problems))
 
     def _expected_topics(self) -> dict[str, str]:
         """The main topics this profile's nodes publish: {topic: type}. They are subscribed before

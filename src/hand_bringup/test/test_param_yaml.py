@@ -1,7 +1,8 @@
 """Every parameter file in src (``src/*/config/*.yaml`` holding ``ros__parameters``) against the
 table its node declares (read from the node itself: hand_bringup.param_tables): every name is
 declared (an old, renamed name is reported with its new one) and every value has the declared
-type (rclpy refuses a YAML integer for a double parameter at start)."""
+type (strict: a node takes a YAML integer for a double parameter as that double, but the shipped
+files say what they mean)."""
 
 from pathlib import Path
 
@@ -37,9 +38,11 @@ def test_parameter_file_matches_the_declared_table(path, tables):
 
 def test_the_check_catches_a_wrong_name_an_old_name_and_a_wrong_type(tables):
     rows, _ = tables[NODES["servo_driver"].name]
-    problems = yaml_problems({"rate_hz": 50, "nope": 1.0, "thumb": {"channel": 0.0}, "old": 1}, rows, {"old": "new"})
+    problems = yaml_problems({"rate_hz": 50, "nope": 1.0, "thumb": {"channel": 0.0}, "old": 1, "rate_hx": 1.0},
+                             rows, {"old": "new"})
     assert problems == ["rate_hz: YAML gives integer 50, the node declares double", "nope: not declared by the node",
-                        "thumb.channel: YAML gives double 0.0, the node declares integer", "'old' is now 'new'"]
+                        "thumb.channel: YAML gives double 0.0, the node declares integer", "'old' is now 'new'",
+                        "rate_hx: not declared by the node (did you mean 'rate_hz'?)"]
 
 
 #: Parameters the unit-suffix rule names but that have no unit to add (issue 25): a ratio and a

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 
 def runner(*args: str, timeout: float = 90) -> tuple[int, str, float]:
     t0 = time.monotonic()
@@ -23,14 +25,80 @@ def test_missing_video_is_one_line(tmp_path):
 def test_unknown_node_key_names_the_profile_nodes(tmp_path, video_path):
     code, out, _ = runner("sim", "--video", str(video_path), "-p", "trakcer.mirror=true", "--out", str(tmp_path))
     assert code == 2
-    assert "no node ['trakcer'] in profile 'sim'" in out and "'tracker'" in out
+    assert "no node ['trakcer'] in profile 'sim' (did you mean 'tracker'?); its nodes are ['twin', 'tracker']" in out
 
 
 def test_misspelt_parameter_is_refused_before_anything_moves(tmp_path, video_path):
+    """A misspelt name in a -p and in a --params-file, each named with the close declared name;
+    the integer 2 for the double index_curled_angle is taken (the tracker started with it)."""
+    mine = tmp_path / "tracker.yaml"
+    mine.write_text("hand_tracker:\n  ros__parameters:\n    min_detection_confidenc: 0.5\n    mirror: false\n")
     code, out, _ = runner("sim", "--video", str(video_path), "-p", "tracker.index_curled_angel=1.2",
+                          "-p", "tracker.index_curled_angle=2",
+                          "--params-file", f"tracker={mine}", "-p", "twin.render_rate_hz=0.0", "--out", str(tmp_path))
+    assert code == 1 and "Traceback" not in out
+    assert ("/hand_tracker declares no parameter ['index_curled_angel'] (check -p tracker.<name>); "
+            "'index_curled_angel' (did you mean 'index_curled_angle'?)") in out
+    assert (f"/hand_tracker declares no parameter ['min_detection_confidenc'] (check --params-file {mine}); "
+            "'min_detection_confidenc' (did you mean 'min_detection_confidence'?)") in out
+    assert "tracker exited" not in out and "Wrong parameter type" not in out
+
+
+def test_a_decimal_for_an_integer_parameter_stops_the_node_naming_parameter_type_and_value(tmp_path, video_path):
+    code, out, _ = runner("sim", "--video", str(video_path), "-p", "tracker.max_num_hands=1.5",
                           "-p", "twin.render_rate_hz=0.0", "--out", str(tmp_path))
     assert code == 1
-    assert "/hand_tracker declares no parameter ['index_curled_angel']" in out
+    assert "tracker exited" in out
+    assert "/hand_tracker: max_num_hands is an integer parameter: got double 1.5 (a whole number, e.g. 2)" in out
+
+
+def test_the_board_flags_say_where_they_apply_and_are_refused_elsewhere(tmp_path, capsys):
+    from hand_bringup.runner import BOARD_PROFILES, build_parser, check_board_flags
+
+    assert BOARD_PROFILES == ("hardware", "robot")
+    parser = build_parser({"demo": lambda *a: 0})
+    help_of = {}
+    for profile in ("sim", "hardware", "demo"):
+        with pytest.raises(SystemExit):
+            parser.parse_args([profile, "--help"])
+        help_of[profile] = " ".join(capsys.readouterr().out.split())
+    assert "--no-sim-board use a real board at servo_driver.port instead of the simulated one (profiles " \
+           "hardware, robot)" in help_of["hardware"]
+    assert "--no-sim-board profiles hardware, robot only: 'sim' has no servo board (refused)" in help_of["sim"]
+    assert "--no-sim-board profiles hardware, robot only: 'demo' always uses the simulated board (refused)" \
+        in help_of["demo"]
+    check_board_flags(parser.parse_args(["hardware", "--no-sim-board"]))  # accepted
+    check_board_flags(parser.parse_args(["robot", "--sim-board-dir", "x"]))
+    for argv, message in (
+            (["sim", "--no-sim-board"], "--no-sim-board: profile 'sim' has no servo board; it applies to hardware, robot"),
+            (["demo", "--sim-board-dir", "x"],
+             "--sim-board-dir: profile 'demo' always uses the simulated board; it applies to hardware, robot"),
+            (["hardware", "--no-sim-board", "--sim-board-dir", "x"],
+             "--sim-board-dir places the simulated board, --no-sim-board replaces it: give one")):
+        with pytest.raises(ValueError) as err:
+            check_board_flags(parser.parse_args(argv))
+        assert str(err.value) == message
+    code, out, took = runner("rviz", "--no-sim-board", "--out", str(tmp_path))
+    assert code == 2 and "runner: error: --no-sim-board: profile 'rviz' has no servo board" in out
+    assert "Traceback" not in out and not (tmp_path / "logs").exists()  # refused before anything started
+
+
+def test_runner_param_values_and_names_without_ros():
+    from hand_bringup.runner import param_request, param_target, parse_value
+
+    declared = {"index_curled_angle": "double", "max_num_hands": "integer", "mirror": "bool", "gains": "double_array"}
+    assert param_request("hand_tracker", "index_curled_angle", "2", declared) == 2.0
+    assert param_request("hand_tracker", "index_curled_angle", "1e-1", declared) == 0.1  # rcl reads it so, PyYAML not
+    assert param_request("hand_tracker", "gains", "[1, 2.5]", declared) == [1.0, 2.5]
+    assert parse_value("1e3") == 1000.0 and parse_value("1e") == "1e" and parse_value("0x10") == 16
+    with pytest.raises(ValueError, match=r"^mirror is a bool parameter: got string 'yes please'$"):
+        param_request("hand_tracker", "mirror", "yes please", declared)
+    with pytest.raises(ValueError, match=r"^/hand_tracker has no parameter 'mirorr' \(did you mean 'mirror'\?\)$"):
+        param_request("hand_tracker", "mirorr", "true", declared)
+    assert param_target("tracker", ["hand_tracker", "hand_twin"]) == "hand_tracker"
+    assert param_target("/hand_twin", ["hand_tracker", "hand_twin"]) == "hand_twin"
+    with pytest.raises(ValueError, match="running: none"):
+        param_target("hand_tracker", [])
 
 
 def test_a_node_that_dies_at_start_up_is_reported_with_its_reason(tmp_path, video_path):
@@ -52,8 +120,6 @@ def test_a_params_file_keyed_to_another_node_is_refused(tmp_path, video_path):
 
 
 def test_params_file_keys_that_reach_the_node(tmp_path):
-    import pytest
-
     from hand_bringup.runner_core import check_params_file
 
     for key in ("hand_tracker", "/hand_tracker", "/**", "hand_*"):

@@ -11,10 +11,11 @@
   (3) One parameter idiom (ros2/demos ``set_parameters_callback.py``, rclpy's three callbacks):
   :meth:`SafeLifecycleNode.declare_params` declares the node's table of
   :class:`~hand_common.param_spec.ParamSpec` and installs a pre-set callback that refuses a
-  *renamed* parameter with the new name, an on-set callback that only validates (the
-  live/configure-time rule from ``ParamSpec.live``, range and choices, then the node's
-  :meth:`~SafeLifecycleNode.check_parameters`) and returns the reason, and a post-set callback
-  that applies (the node's :meth:`~SafeLifecycleNode.apply_parameters`).
+  *renamed* parameter with the new name, a misspelt one with the close names, a value of another
+  type naming the parameter, type and value (an integer for a double is taken as that double),
+  an on-set callback that only validates (the live/configure-time rule from ``ParamSpec.live``,
+  range and choices, then the node's :meth:`~SafeLifecycleNode.check_parameters`) and returns
+  the reason, and a post-set callback that applies (the node's :meth:`~SafeLifecycleNode.apply_parameters`).
 - :func:`declare_specs`: declare a node's table of :class:`~hand_common.param_spec.ParamSpec`
   with full ``ParameterDescriptor`` s (type from the default, description, numeric range,
   read-only), as ros/joint_state_publisher does. The only way the workspace declares parameters.
@@ -46,7 +47,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 
-from hand_common.param_spec import ParamSpec, renamed_message
+from hand_common.param_spec import TYPE_NAMES, ParamSpec, coerce_value, did_you_mean, renamed_message
 
 _TYPES = {
     bool: ParameterType.PARAMETER_BOOL,
@@ -56,9 +57,10 @@ _TYPES = {
 }
 
 
-class RenamedParameterError(ParameterNotDeclaredException):
-    """A set of a parameter's old name: the message names the new one. A ParameterNotDeclared
-    subclass, so rclpy's parameter service answers it as ``successful=False`` with this reason."""
+class RefusedParameterError(ParameterNotDeclaredException):
+    """A set refused before rclpy's own checks (a misspelt or old name, a value of the wrong
+    type), with a reason that names the parameter. A ParameterNotDeclared subclass, so rclpy's
+    parameter service answers it as ``successful=False`` with this reason."""
 
     def __init__(self, message: str):
         super().__init__([])
@@ -66,6 +68,10 @@ class RenamedParameterError(ParameterNotDeclaredException):
 
     def __str__(self) -> str:
         return self.message
+
+
+class RenamedParameterError(RefusedParameterError):
+    """A set of a parameter's old name: the message names the new one."""
 
 
 #: lifecycle states in which the node holds what on_configure made (a non-live parameter is refused)
@@ -120,7 +126,10 @@ class SafeLifecycleNode(LifecycleNode):
         start with a setting silently ignored, and a later set is refused with the same reason.
 
         Then, for every set of the node's parameters (rclpy's callbacks, in this order):
-        pre-set refuses an old name; on-set refuses a parameter that is not ``live`` while the node
+        pre-set refuses an old name, a name the node does not declare (naming the close ones: "did
+        you mean ...") and a value of another type (naming the parameter, its type and the value),
+        and turns an integer for a double parameter into that double (``ros2 param set /n x 2``
+        means 2.0); on-set refuses a parameter that is not ``live`` while the node
         is configured (it is read at configure: cleanup, set, configure), a value outside the
         spec's range or choices, and whatever :meth:`check_parameters` finds, with the reason;
         post-set calls :meth:`apply_parameters` with the accepted changes. Call it once, in
@@ -130,7 +139,7 @@ class SafeLifecycleNode(LifecycleNode):
         self._param_specs = {s.name: s for s in specs}
         self._renamed = dict(renamed or {})
         values = declare_specs(self, specs, annotate=annotate, renamed=self._renamed)
-        self.add_pre_set_parameters_callback(self._refuse_renamed)
+        self.add_pre_set_parameters_callback(self._pre_set)
         self.add_on_set_parameters_callback(self._validate_set)
         self.add_post_set_parameters_callback(self._apply_set)
         return values
@@ -162,11 +171,25 @@ class SafeLifecycleNode(LifecycleNode):
         """Node hook (post-set): act on accepted ``changes`` (``{name: new value}``). Called for
         sets in any state; a configure-time parameter is read by ``on_configure`` instead."""
 
-    def _refuse_renamed(self, params: list[Parameter]) -> list[Parameter]:
+    def _pre_set(self, params: list[Parameter]) -> list[Parameter]:
+        out = []
         for p in params:
             if p.name in self._renamed:
                 raise RenamedParameterError(renamed_message(p.name, self._renamed[p.name]))
-        return params
+            if not self.has_parameter(p.name):
+                known = [n for n in self._parameters if not n.startswith("qos_overrides.")]
+                raise RefusedParameterError(
+                    f"/{self.get_name()} has no parameter '{p.name}'{did_you_mean(p.name, known)}")
+            descriptor = self.describe_parameter(p.name)
+            if descriptor.dynamic_typing or p.type_ == Parameter.Type.NOT_SET or descriptor.type not in TYPE_NAMES:
+                out.append(p)
+                continue
+            try:
+                value = coerce_value(p.name, p.value, TYPE_NAMES[descriptor.type])
+            except ValueError as exc:
+                raise RefusedParameterError(str(exc)) from None
+            out.append(p if value is p.value else Parameter(p.name, value=value))
+        return out
 
     def _validate_set(self, params: list[Parameter]) -> SetParametersResult:
         changes = {p.name: p.value for p in params if p.name in self._param_specs}
@@ -256,6 +279,18 @@ def _declare(
             desc.floating_point_range = [FloatingPointRange(from_value=float(lo), to_value=float(hi), step=float(step))]
         else:
             raise ValueError(f"{name}: range only applies to int/float parameters")
+    # The value the node was started with (params file, -p, launch) against the declared type
+    # (rclpy would raise InvalidParameterTypeException): an integer for a double is that double,
+    # any other type is refused naming the node, parameter, type and value. rclpy has no public
+    # accessor for the overrides (see declare_specs).
+    given = getattr(node, "_parameter_overrides", {}).get(name)
+    if given is not None and given.type_ != Parameter.Type.NOT_SET:
+        try:
+            value = coerce_value(name, given.value, TYPE_NAMES[ptype])
+        except ValueError as exc:
+            raise ValueError(f"/{node.get_name()}: {exc}") from None
+        if value is not given.value:  # converted: declared with it, the integer override ignored
+            return node.declare_parameter(name, value, desc, ignore_override=True).value
     return node.declare_parameter(name, default, desc).value
 
 

@@ -6,8 +6,11 @@ is the one range/choices check a node's validation uses.
 
 from __future__ import annotations
 
+import array
 import dataclasses
+import difflib
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +75,71 @@ def unit_suffix_problem(name: str) -> str | None:
     if words & UNIT_WORDS and not name.endswith(UNIT_SUFFIXES):
         return f"{name}: a {'/'.join(sorted(words & UNIT_WORDS))} needs its unit at the end ({', '.join(UNIT_SUFFIXES)})"
     return None
+
+
+#: rcl_interfaces ParameterType value → the type name ``ros2 param describe`` shows
+TYPE_NAMES = {1: "bool", 2: "integer", 3: "double", 4: "string", 5: "byte_array", 6: "bool_array",
+              7: "integer_array", 8: "double_array", 9: "string_array"}
+
+
+def value_type(value: Any) -> str:
+    """The :data:`TYPE_NAMES` name of a Python parameter value (a list takes its elements' type;
+    ``"array"`` for an empty one, ``"mixed_array"`` for mixed elements)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (bytes, bytearray)):
+        return "byte_array"
+    if isinstance(value, (list, tuple, array.array)) or hasattr(value, "tolist"):
+        kinds = {value_type(v) for v in (value.tolist() if hasattr(value, "tolist") else value)}
+        return "array" if not kinds else f"{kinds.pop()}_array" if len(kinds) == 1 else "mixed_array"
+    return type(value).__name__
+
+
+def coerce_value(name: str, value: Any, declared: str) -> Any:
+    """``value`` for a parameter of the ``declared`` type (a :data:`TYPE_NAMES` name): an
+    integer for a double parameter becomes that double (``2`` → ``2.0``, elementwise in a double
+    array: ``-p x:=2`` and ``ros2 param set /n x 2`` mean 2.0), an empty list fits any array;
+    otherwise the value must have the declared type and is returned as it is. ValueError names the
+    parameter, its declared type and the value given (a double for an integer parameter is refused:
+    it is not rounded)."""
+    given = value_type(value)
+    if given == declared or (given == "array" and declared.endswith("_array")):
+        return value
+    if declared == "double" and given == "integer":
+        return float(value)
+    if declared == "double_array" and given == "integer_array":
+        return [float(v) for v in value]
+    if declared == "double_array" and given == "mixed_array" and all(
+            value_type(v) in ("integer", "double") for v in value):
+        return [float(v) for v in value]
+    article = "an" if declared[0] in "aeiou" else "a"
+    hint = f" (a whole number, e.g. {round(value)})" if declared == "integer" and given == "double" \
+        and math.isfinite(value) else ""
+    raise ValueError(f"{name} is {article} {declared} parameter: got {given} {value!r}{hint}")
+
+
+def did_you_mean(name: str, known: Iterable[str], n: int = 3) -> str:
+    """`` (did you mean 'a' or 'b'?)`` for the up to ``n`` names of ``known`` closest to ``name``
+    (difflib ratio ≥ 0.6, and within 0.1 of the closest: one obvious fix is named alone), or ""
+    when none is close."""
+    scored = []
+    for candidate in sorted(set(known)):
+        matcher = difflib.SequenceMatcher(None, name, candidate)
+        if matcher.real_quick_ratio() >= 0.6 and matcher.quick_ratio() >= 0.6 and matcher.ratio() >= 0.6:
+            scored.append((matcher.ratio(), candidate))
+    if not scored:
+        return ""
+    scored.sort(key=lambda sc: -sc[0])
+    best = scored[0][0]
+    quoted = [f"'{c}'" for score, c in scored[:n] if score >= best - 0.1]
+    listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+    return f" (did you mean {listed}?)"
 
 
 def renamed_message(old: str, new: str) -> str:

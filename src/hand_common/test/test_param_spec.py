@@ -165,3 +165,82 @@ def test_declare_specs_refuses_a_renamed_parameter_given_at_start():
         node.destroy_node()
     finally:
         rclpy.shutdown(context=context)
+
+
+def test_coerce_value_takes_an_integer_for_a_double_and_names_every_other_mismatch():
+    from hand_common.param_spec import coerce_value
+
+    assert coerce_value("rate", 2, "double") == 2.0 and isinstance(coerce_value("rate", 2, "double"), float)
+    assert coerce_value("gains", [1, 2], "double_array") == [1.0, 2.0]
+    assert coerce_value("gains", [1, 2.5], "double_array") == [1.0, 2.5]
+    assert coerce_value("gains", [], "double_array") == []
+    assert coerce_value("count", 3, "integer") == 3
+    with pytest.raises(ValueError, match=r"^count is an integer parameter: got double 0\.5 \(a whole number, e\.g\. 0\)$"):
+        coerce_value("count", 0.5, "integer")
+    with pytest.raises(ValueError, match=r"^count is an integer parameter: got double 2\.0"):
+        coerce_value("count", 2.0, "integer")  # a double is not rounded, even a whole one
+    with pytest.raises(ValueError, match=r"^rate is a double parameter: got bool True$"):
+        coerce_value("rate", True, "double")  # a bool is no number here
+    with pytest.raises(ValueError, match=r"^rate is a double parameter: got string '1,5'$"):
+        coerce_value("rate", "1,5", "double")
+
+
+def test_did_you_mean_names_the_close_known_names():
+    from hand_common.param_spec import did_you_mean
+
+    known = ["min_detection_confidence", "min_tracking_confidence", "mirror", "index_curled_angle"]
+    assert did_you_mean("min_detection_confidenc", known) == " (did you mean 'min_detection_confidence'?)"
+    assert did_you_mean("index_curled_angel", known) == " (did you mean 'index_curled_angle'?)"
+    assert did_you_mean("min_confidence", known) == (" (did you mean 'min_tracking_confidence' or "
+                                                     "'min_detection_confidence'?)")
+    assert did_you_mean("zzz", known) == ""
+
+
+def test_an_integer_given_at_start_for_a_double_is_that_double_and_a_double_for_an_integer_stops_the_node():
+    """``-p rate:=2`` (rcl reads an integer) for a double parameter: rclpy alone raises
+    InvalidParameterTypeException and the node does not start; here it starts with 2.0."""
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = _Node.make(context, parameter_overrides=[Parameter("rate", value=2),
+                                                        Parameter("gains", value=[1, 3])])
+        assert node.get_parameter("rate").value == 2.0 and node.get_parameter("rate").type_ == Parameter.Type.DOUBLE
+        assert list(node.get_parameter("gains").value) == [1.0, 3.0]
+        node.destroy_node()
+        with pytest.raises(ValueError, match=r"^/param_idiom_test: count is an integer parameter: got double 4\.5"):
+            _Node.make(context, parameter_overrides=[Parameter("count", value=4.5)])
+        with pytest.raises(ValueError, match=r"^/param_idiom_test: rate is a double parameter: got string 'fast'$"):
+            _Node.make(context, parameter_overrides=[Parameter("rate", value="fast")])
+    finally:
+        rclpy.shutdown(context=context)
+
+
+def test_a_set_converts_an_integer_for_a_double_and_refuses_a_misspelt_name_or_another_type_with_a_reason():
+    """Through the parameter service, as ``ros2 param set`` / ``runner param`` / the console send it."""
+    from rcl_interfaces.msg import Parameter as ParameterMsg
+    from rcl_interfaces.srv import SetParameters
+
+    from hand_common.probe import parameter_value
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = _Node.make(context)
+        service = next(s for s in node.services if s.srv_name.endswith("/set_parameters"))
+        request = SetParameters.Request(parameters=[
+            ParameterMsg(name="rate", value=parameter_value(20)),  # an integer for a double
+            ParameterMsg(name="rte", value=parameter_value(20.0)),
+            ParameterMsg(name="count", value=parameter_value(4.5)),
+            ParameterMsg(name="gains", value=parameter_value([2, 3])),
+        ])
+        rate, rte, count, gains = service.callback(request, SetParameters.Response()).results
+        assert rate.successful and node.get_parameter("rate").value == 20.0
+        assert node.get_parameter("rate").type_ == Parameter.Type.DOUBLE and node.applied[0] == {"rate": 20.0}
+        assert not rte.successful and rte.reason == "/param_idiom_test has no parameter 'rte' (did you mean 'rate'?)"
+        assert not count.successful
+        assert count.reason == "count is an integer parameter: got double 4.5 (a whole number, e.g. 4)"
+        assert node.get_parameter("count").value == 3
+        assert gains.successful and list(node.get_parameter("gains").value) == [2.0, 3.0]
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
