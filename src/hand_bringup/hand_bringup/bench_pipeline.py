@@ -17,7 +17,9 @@ In one run (``make bench``), on the shared video paced like a camera, scenarios 
 - ``dex``:    the ``dex`` profile (DexPilot retargeting onto dex_hand + its MuJoCo twin);
 - ``arm``:    the ``arm`` profile (gesture teleoperation of the SO-101, twin, dry-run driver);
 - ``console`` (not in ``make bench``): ``full`` plus the operator console with a headless chromium
-  on its page; compared with ``full`` (issue 23);
+  on its page (at nice :data:`BENCH_BROWSER_NICE`, its animation frames capped at
+  :data:`BENCH_BROWSER_FPS`: three.js renders the 3D scene in software here, on the tracker's two
+  cores; on an operator's desktop the browser renders on its GPU); compared with ``full`` (issue 23);
 - ``console_server`` (not in ``make bench``): ``console`` with a page client that draws nothing
   (``python -m hand_console.browser URL``, its own process, niced like the browser) instead of
   chromium: the console's server does all its work for a page (preview subscribed, renders,
@@ -69,6 +71,11 @@ CONSOLE_SCENARIO = "console"
 #: ``console`` with a page client that draws nothing instead of the browser (the server's cost).
 CONSOLE_SERVER_SCENARIO = "console_server"
 BURNER_CODE = "while True:\n    pass\n"
+#: Niceness of the ``console`` scenario's chromium and of the ``console_server`` page client.
+BENCH_BROWSER_NICE = 19
+#: The ``console`` scenario's chromium runs its animation frames (three.js renders) at most this
+#: often, per s: the console's page changes at most render_rate_hz (10) times a second.
+BENCH_BROWSER_FPS = 10.0
 #: The SG90's own speed (°/s), for the ``sg90`` scenario's driver rate limit.
 SG90_DPS = 600.0
 
@@ -187,22 +194,6 @@ class CommandProbe:
         return [t - s * 1e-9 for s, t in self._first.items() if s in capture_stamps_ns]
 
 
-def _browser_cpu_seconds() -> float:
-    """User + system CPU seconds of the running chromium processes (the benchmark's browser)."""
-    from hand_bringup.runner_core import process_cpu_seconds
-
-    total = 0.0
-    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
-        except OSError:
-            continue
-        if b"chromium" in cmd and b"chromedriver" not in cmd:
-            total += process_cpu_seconds(int(pid)) or 0.0
-    return total
-
-
 def _p95(values: list[float]) -> float | None:
     return percentiles_ms(values).get("p95") if values else None
 
@@ -276,6 +267,7 @@ def run_scenario(sc: Scenario, video: str, n_frames: int, out: pathlib.Path, liv
     from hand_tracking import interface as tracker_iface
 
     out.mkdir(parents=True, exist_ok=True)
+    load_at_start = round(os.getloadavg()[0], 2)
     keys = set(PROFILES[sc.profile])
     tracker: dict[str, Any] = {tracker_iface.PARAM_SOURCE: f"video:{video}", tracker_iface.PARAM_REALTIME: True,
                                tracker_iface.PARAM_DROP_LATE_FRAMES: drop_late}
@@ -317,6 +309,7 @@ def run_scenario(sc: Scenario, video: str, n_frames: int, out: pathlib.Path, liv
 
     burner = subprocess.Popen([sys.executable, "-c", BURNER_CODE], stdin=subprocess.DEVNULL) if sc.burner else None
     error = browser = browser_cpu = probe = page_client = page_traffic = None
+    window: list[Any] = []  # [t0, CPU s per process, page CPU s, t1, CPU s per process, page CPU s]
     try:
         runner.start()
         runner.connect()
@@ -324,25 +317,28 @@ def run_scenario(sc: Scenario, video: str, n_frames: int, out: pathlib.Path, liv
             probe = CommandProbe(runner.probe.node, sc.latency_topic)
         runner.bring_up()
         if sc.console and sc.headless_page:  # a client that draws nothing, in its own process like a browser
-            from hand_console.browser import BROWSER_NICE
-
             page_client = subprocess.Popen(
-                ["nice", "-n", str(BROWSER_NICE), sys.executable, "-m", "hand_console.browser",
+                ["nice", "-n", str(BENCH_BROWSER_NICE), sys.executable, "-m", "hand_console.browser",
                  f"http://127.0.0.1:{console_port}"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
             if page_client.stdout.readline().strip() != "connected":
                 raise RuntimeError("the headless page client did not connect")
-        elif sc.console:  # a browser on the page for the whole run (niced as hand_console.browser does)
+        elif sc.console:  # a browser on the page for the whole run, niced, its frame rate capped
             from hand_console.browser import ConsoleBrowser
 
-            browser = ConsoleBrowser(f"http://127.0.0.1:{console_port}", 1000, 760)
+            browser = ConsoleBrowser(f"http://127.0.0.1:{console_port}", 1000, 760, nice=BENCH_BROWSER_NICE,
+                                     max_fps=BENCH_BROWSER_FPS)
             browser.driver.get(browser.url)
+        # CPU over the run once everything is up (and the page open): the console's and the
+        # browser's start-up (imports, meshes, chromium) is not what they cost the hot path
+        window = [time.monotonic(), dict(runner.sample_cpu()), _page_cpu(browser, page_client)]
         runner.supervise(on_tick=on_tick)
+        window += [time.monotonic(), dict(runner.sample_cpu()), _page_cpu(browser, page_client)]
         time.sleep(1.0)  # the last commands reach the actuators, the horns their targets
     except Exception as exc:  # noqa: BLE001 - reported with the figures
         error = f"{type(exc).__name__}: {exc}"
     finally:
         if browser is not None:
-            browser_cpu = _browser_cpu_seconds()
+            browser_cpu = browser.cpu_seconds()  # chromedriver's process tree: this run's browser only
             browser.close()
         if page_client is not None:
             page_traffic = _stop_page_client(page_client)
@@ -383,6 +379,7 @@ def run_scenario(sc: Scenario, video: str, n_frames: int, out: pathlib.Path, liv
         twin_rtf = round((arm_sim[-1][1] - arm_sim[0][1]) / (arm_sim[-1][0] - arm_sim[0][0]), 4)
     return {
         "scenario": sc.name,
+        "load_at_start": load_at_start,
         "profile": sc.profile,
         "camera_fps": 30.0 * sc.playback_rate,
         "model_complexity": sc.model_complexity,
@@ -406,9 +403,31 @@ def run_scenario(sc: Scenario, video: str, n_frames: int, out: pathlib.Path, liv
         "twin_real_time_factor": twin_rtf,
         "safe_pose_trips": runner.monitor.safe_pose_trips,
         "cpu_seconds": cpu,
+        "cpu_window": _cpu_window(window, "browser" if browser is not None else "page_client"),
         "demo_video_after_run_s": post_s,
         "page_traffic": page_traffic,
     }
+
+
+def _page_cpu(browser, page_client) -> float | None:
+    """CPU seconds so far of the benchmark's browser (its driver's process tree) or page client."""
+    from hand_bringup.runner_core import process_cpu_seconds
+
+    if browser is not None:
+        return browser.cpu_seconds()
+    return process_cpu_seconds(page_client.pid) if page_client is not None else None
+
+
+def _cpu_window(window: list[Any], page_key: str) -> dict[str, Any] | None:
+    """{"s": wall seconds from bring-up (page open) to the source's end, "cpu_s": {process: CPU s
+    in that window}} (the page's under ``page_key``); None when the run did not get that far."""
+    if len(window) < 6:
+        return None
+    t0, cpu0, page0, t1, cpu1, page1 = window
+    cpu = {k: round(v - cpu0[k], 2) for k, v in cpu1.items() if k in cpu0}
+    if page0 is not None and page1 is not None:
+        cpu[page_key] = round(page1 - page0, 2)
+    return {"s": round(t1 - t0, 2), "cpu_s": cpu}
 
 
 def _stop_page_client(proc: subprocess.Popen) -> dict[str, Any]:
@@ -504,6 +523,14 @@ def _median(values: list[float | None]) -> float | None:
     return float(np.median(v)) if v else None
 
 
+def core_share(runs: list[dict[str, Any]], key: str) -> str:
+    """The median share of one core process ``key`` took over the runs' windows (from bring-up, or
+    the page opened, to the source's end: ``cpu_window``), as a percentage; '-' without one."""
+    v = _median([r["cpu_window"]["cpu_s"][key] / r["cpu_window"]["s"] for r in runs
+                 if r.get("cpu_window") and r["cpu_window"]["s"] > 0 and key in r["cpu_window"]["cpu_s"]])
+    return "-" if v is None else f"{v:.1%}"
+
+
 def console_comparison(results: list[dict[str, Any]]) -> list[str]:
     """Lines comparing each console scenario with ``full`` (medians over the repetitions): tracker
     fps ratio, capture→flexion p95 difference, tracker CPU ms per processed frame, the console's,
@@ -526,15 +553,21 @@ def console_comparison(results: list[dict[str, Any]]) -> list[str]:
             continue
         fps, p95 = _median([r["tracker_fps"] for r in runs]), _median([r["latency_ms"].get("p95") for r in runs])
         cpu = {k: _median([r["cpu_seconds"].get(k) for r in runs]) for k in (CONSOLE, "browser", "page_client")}
+
         # each run against the full run of its own repetition (minutes apart at most)
         pairs = [(r, f) for r in runs for f in full if f.get("repetition") == r.get("repetition") and f["tracker_fps"]]
-        per_run = ", ".join(f"{r['tracker_fps'] / f['tracker_fps']:.3f}" for r, f in pairs if r["tracker_fps"])
+        per_run = ", ".join(f"{r['tracker_fps'] / f['tracker_fps']:.3f} (load {r.get('load_at_start')})"
+                            for r, f in pairs if r["tracker_fps"])
         lines.append(
             f"{name}/full ({len(runs)} vs {len(full)} runs, medians; issue 23 targets: fps ratio >= 0.98, p95 + <= 2 ms):"
-            f" fps ratio {f'{fps / fps_full:.3f}' if fps else '-'}; capture→flexion p95 {_fmt(_diff(p95, p95_full))} ms;"
+            f" fps ratio {f'{fps / fps_full:.3f}' if fps else '-'}; capture→flexion p95 {_fmt(_diff(p95, p95_full))} ms"
+            f" ({_fmt(p95)} vs {_fmt(p95_full)});"
             f" tracker CPU {_fmt(_median([tracker_ms_per_frame(r) for r in runs]))} vs "
             f"{_fmt(_median([tracker_ms_per_frame(r) for r in full]))} ms/frame; CPU s console {_fmt(cpu[CONSOLE])}, "
-            f"browser {_fmt(cpu['browser'])}, headless page client {_fmt(cpu['page_client'])}"
+            f"browser {_fmt(cpu['browser'])}, headless page client {_fmt(cpu['page_client'])} (whole run, start-up"
+            f" included); once up, share of a core: console {core_share(runs, CONSOLE)}, browser"
+            f" {core_share(runs, 'browser')}, page client {core_share(runs, 'page_client')}, tracker"
+            f" {core_share(runs, TRACKER)} (full: {core_share(full, TRACKER)})"
             + (f"; fps ratio per repetition {per_run}" if per_run else ""))
     return lines
 

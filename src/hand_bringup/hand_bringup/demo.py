@@ -228,7 +228,10 @@ def write_outputs(runner: Runner, calibration: LiveCalibration, video: str, n_fr
         "frames_with_hand": detected,
         "detection": f"{detected}/{n_frames}",
         "detection_rate": round(detected / n_frames, 4) if n_frames else None,
-        "tracker_fps": rate_hz([f[1] for f in runner.monitor.frames]),
+        # frames processed per second over the whole run ((n - 1) / span of the runner's receive
+        # times of /hand/landmarks): not the console's "tracker fps (last second)", which is the
+        # tracker's frame_rate_hz diagnostic over its last 1 s diagnostics period
+        "tracker_fps_over_run": rate_hz([f[1] for f in runner.monitor.frames]),
         "frames_dropped": int(diag["dropped_frames"]) if diag.get("dropped_frames", "").isdigit() else None,
         # as a keep-last-1 subscriber (what an actuator sees) receives them
         "latency_capture_to_target_flexions_ms": percentiles_ms(runner.monitor.flexion_latency),

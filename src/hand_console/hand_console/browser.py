@@ -56,9 +56,36 @@ def _niced(binary: str, nice: int) -> str:
     return wrapper
 
 
-def chromium(width: int = 1400, height: int = 1000, nice: int = BROWSER_NICE):
+#: JavaScript run before any page script (``Page.addScriptToEvaluateOnNewDocument``): the page's
+#: ``requestAnimationFrame`` callbacks run on a timer at most once per %(period).3f ms, all those
+#: asked within a period together at its end, as a display at that refresh rate would call them.
+#: Chromium has no command-line switch capping a headless page's frame rate; three.js (viser's 3D
+#: scene) draws from requestAnimationFrame, so this caps how often the browser renders it.
+_FRAME_CAP_JS = """
+(() => {
+  const period = %(period).6f;
+  const timers = new Map();
+  let next = 1, shown = -Infinity;  // the last period boundary whose frame ran (a timer may fire early)
+  window.requestAnimationFrame = (cb) => {
+    const now = performance.now();
+    const id = next++;
+    const due = Math.max(Math.ceil(now / period) * period, shown + period);
+    timers.set(id, setTimeout(() => { timers.delete(id); shown = Math.max(shown, due); cb(performance.now()); },
+                              Math.max(due - now, 0)));
+    return id;
+  };
+  window.cancelAnimationFrame = (id) => { clearTimeout(timers.get(id)); timers.delete(id); };
+})();
+"""
+
+
+def chromium(width: int = 1400, height: int = 1000, nice: int = BROWSER_NICE, max_fps: float | None = None):
     """A headless Chromium WebDriver (software WebGL: there is no GPU), its processes at niceness
-    ``nice``. RuntimeError with the reason when it cannot start."""
+    ``nice``; ``max_fps``: the pages' animation frames capped at this rate (:data:`_FRAME_CAP_JS`;
+    None: chromium's own rate). RuntimeError with the reason when it cannot start; ValueError for a
+    non-positive ``max_fps``."""
+    if max_fps is not None and not max_fps > 0:
+        raise ValueError(f"max_fps must be > 0, got {max_fps}")
     problem = browser_problem()
     if problem:
         raise RuntimeError(problem)
@@ -79,7 +106,37 @@ def chromium(width: int = 1400, height: int = 1000, nice: int = BROWSER_NICE):
     driver = webdriver.Chrome(service=Service(os.environ.get("HAND_CHROMEDRIVER", CHROMEDRIVER)), options=opts)
     driver.set_script_timeout(120)  # a page starved of CPU on a loaded machine answers late, not never
     driver.set_page_load_timeout(300)
+    if max_fps is not None:
+        driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument",
+                               {"source": _FRAME_CAP_JS % {"period": 1000.0 / max_fps}})
     return driver
+
+
+def process_tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` and all its descendants now alive, with the
+    children each of them has reaped (/proc; 0.0 for what is gone): a browser's CPU time is its
+    driver's process tree, not every chromium on the machine."""
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, ppid in parents.items():
+            if ppid == parent and child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    return sum(times.get(p, 0.0) for p in tree)
 
 
 class HeadlessClient:
@@ -144,9 +201,13 @@ class ConsoleBrowser:
     """One browser tab on the console at ``url`` (``http://127.0.0.1:8080``)."""
 
     def __init__(self, url: str, width: int = 1400, height: int = 1000, driver: Any = None,
-                 nice: int = BROWSER_NICE):
+                 nice: int = BROWSER_NICE, max_fps: float | None = None):
         self.url = url
-        self.driver = driver if driver is not None else chromium(width, height, nice)
+        self.driver = driver if driver is not None else chromium(width, height, nice, max_fps)
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds of this browser so far: chromedriver and every chromium process it started."""
+        return process_tree_cpu_seconds(self.driver.service.process.pid)
 
     def __enter__(self) -> ConsoleBrowser:
         return self

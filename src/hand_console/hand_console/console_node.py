@@ -11,14 +11,18 @@ tracker's live parameters (``set_parameters``; a refusal shows the node's reason
 The hot path stays sacred: every data subscription is best-effort keep-last 1
 (``contract.VIEW``), callbacks only store the newest message (:class:`~hand_console.state.LatestSlot`,
 replaced ones counted as dropped), and a render thread draws at most ``render_rate_hz`` (≤ 15 Hz)
-and only while a browser is connected. The preview is subscribed only while a browser is connected
-(the tracker downscales and encodes a frame only while someone subscribes: with no page open it
-pays nothing), and a robot's pose is sent to the page only when it moved (each pose sent makes the
+and only while a browser is connected. Every data topic (the preview, landmarks, flexions,
+diagnostics, the robots' joint states, the twin's picture, the Kapandji and arm topics) is
+subscribed only while a browser is connected: with no page open the console has no subscription
+at all, so no publisher sends it anything and it runs no Python per message (the tracker
+downscales and encodes its preview only while someone subscribes). A robot's pose is sent to the
+page at most ``robot_rate_hz`` times a second and only when it moved (each pose sent makes the
 browser draw its 3D scene again). Service calls run on viser's threads, never the executor's.
 
 Lifecycle: ``configure`` starts the web server (binds ``host``, 127.0.0.1 by default; another host
-needs ``allow_remote: true`` and prints a warning) and loads the URDFs; ``activate`` subscribes and
-starts the render thread; ``deactivate`` stops it; ``cleanup`` stops the server.
+needs ``allow_remote: true`` and prints a warning) and loads the URDFs; ``activate`` starts the
+render thread (which subscribes while a page is open); ``deactivate`` stops it and unsubscribes;
+``cleanup`` stops the server.
 
 Run: ``ros2 run hand_console console --ros-args -p profile:=sim`` then configure/activate (the
 launch files' ``console:=true`` and the runner's ``--console`` do this), or replay a recorded run
@@ -80,6 +84,9 @@ SLIDER_PATTERNS = (r"(thumb|index|middle|ring|pinky)_(straight|curled)_angle", r
 #: A robot's configuration is sent to the page again only when a joint moved more than this, rad
 #: (or m): a still robot costs the browser no redraw of its 3D scene.
 POSE_TOLERANCE = 1e-3
+#: Default of ``robot_rate_hz``: robot poses sent to the page per second at most (a pose costs the
+#: console ~5 ms of CPU in ``ViserUrdf.update_cfg`` and the browser a redraw of its 3D scene).
+DEFAULT_ROBOT_RATE_HZ = 5.0
 #: The finger-window parameters read before/after a calibration (and set back by undo).
 WINDOW_PATTERN = r"(thumb|index|middle|ring|pinky)_(straight|curled)_angle|joint_(straight|curled)_angles"
 
@@ -92,6 +99,8 @@ PARAMS: tuple[ParamSpec, ...] = (
               choices=tuple(sorted(ROBOT_VIEWS))),
     ParamSpec("render_rate_hz", DEFAULT_RENDER_HZ, "Most renders of the page per second, Hz (at most 15).",
               range=(0.5, MAX_RENDER_HZ), live=True),
+    ParamSpec("robot_rate_hz", DEFAULT_ROBOT_RATE_HZ, "Most robot poses sent to the page per second, Hz "
+              "(at most render_rate_hz: a pose is sent by a render).", range=(0.5, MAX_RENDER_HZ), live=True),
     ParamSpec("tracker_node", contract.TRACKER_NODE, "Name of the tracker node (calibration, parameters)."),
     ParamSpec("calibration_duration_s", 1.0, "Capture window of each calibration pose, s of media time.",
               range=(0.1, 30.0), live=True),
@@ -138,8 +147,7 @@ class ConsoleNode(SafeLifecycleNode):
         super().__init__(contract.CONSOLE_NODE, **kwargs)
         self.declare_params(PARAMS, annotate=True)
         self.page: ConsolePage | None = None
-        self._subs: list = []
-        self._preview_sub = None  # /hand/image_preview, only while a browser is connected
+        self._subs: list = []  # every data subscription, only while a browser is connected
         self._render: threading.Thread | None = None
         self._stop = threading.Event()
         self._service_clients: dict[tuple[Any, str], Any] = {}
@@ -168,7 +176,7 @@ class ConsoleNode(SafeLifecycleNode):
         self._sliders_built = False
         self._last_camera: Any = None
         self.renders = 0
-        self._last_figures = self._last_plot = self._sliders_retry_at = 0.0
+        self._last_figures = self._last_plot = self._last_pose = self._sliders_retry_at = 0.0
 
     # --- lifecycle ----------------------------------------------------------------------------------
     def on_configure(self, state: State) -> TransitionCallbackReturn:
@@ -211,29 +219,6 @@ class ConsoleNode(SafeLifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
-        view = contract.qos(contract.VIEW)
-        two = str(self.get_parameter("profile").value) == "two_hands"
-        flex_topic = contract.side_topic(contract.TOPIC_TARGET_FLEXIONS, "right") if two \
-            else contract.TOPIC_TARGET_FLEXIONS
-        self._subs = [
-            self.create_subscription(HandLandmarksArray, contract.TOPIC_LANDMARKS, self._on_landmarks, view),
-            self.create_subscription(JointState, flex_topic, self._on_flexions, view),
-            self.create_subscription(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, self._on_diagnostics,
-                                     contract.qos(contract.STREAM)),
-        ]
-        for v, slot in zip(self._views, self.joint_slots):
-            self._subs.append(self.create_subscription(JointState, v.topic_name(), slot.put, view))
-        panel = self.panel
-        if panel.twin_image is not None:
-            self._subs.append(self.create_subscription(Image, panel.resolve(panel.twin_image), self.twin_image.put,
-                                                       view))
-        if panel.kapandji is not None:
-            for who, topic in zip(("human", "robot"), panel.kapandji):
-                self._subs.append(self.create_subscription(
-                    JointState, panel.resolve(topic), lambda m, who=who: self._on_kapandji(who, m), view))
-        if panel.arm_state is not None:
-            self._subs.append(self.create_subscription(String, panel.resolve(panel.arm_state), self._on_arm_state,
-                                                       view))
         self._stop.clear()
         self._render = threading.Thread(target=self._render_loop, name="console render", daemon=True)
         self._render.start()
@@ -241,9 +226,6 @@ class ConsoleNode(SafeLifecycleNode):
 
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
         self._stop_render()
-        for s in self._subs:
-            self.destroy_subscription(s)
-        self._subs = []
         return super().on_deactivate(state)
 
     def _stop_render(self) -> None:
@@ -251,28 +233,53 @@ class ConsoleNode(SafeLifecycleNode):
         if self._render is not None:
             self._render.join(5.0)
             self._render = None
-        self._want_preview(False)
+        self._watch(False)
 
-    def _want_preview(self, wanted: bool) -> None:
-        """Subscribe to the tracker's preview while a browser is connected, and only then (render
-        thread, and the lifecycle transitions once it stopped)."""
-        if wanted and self._preview_sub is None:
-            self._preview_sub = self.create_subscription(CompressedImage, contract.TOPIC_IMAGE_PREVIEW,
-                                                         self.preview.put, contract.qos(contract.VIEW))
-        elif not wanted and self._preview_sub is not None:
-            self.destroy_subscription(self._preview_sub)
-            self._preview_sub = None
+    def _watch(self, looking: bool) -> None:
+        """Subscribe to every data topic while a browser is connected, and to none otherwise
+        (render thread, and the lifecycle transitions once it stopped). A page opened again starts
+        a new flexion history and latency window (what came before it was not received)."""
+        if looking and not self._subs:
+            self.history.clear()
+            self.latency.clear()
+            self._subs = self._subscribe()
+        elif not looking and self._subs:
+            for sub in self._subs:
+                self.destroy_subscription(sub)
+            self._subs = []
+
+    def _subscribe(self) -> list:
+        view = contract.qos(contract.VIEW)
+        two = str(self.get_parameter("profile").value) == "two_hands"
+        flex_topic = contract.side_topic(contract.TOPIC_TARGET_FLEXIONS, "right") if two \
+            else contract.TOPIC_TARGET_FLEXIONS
+        subs = [
+            self.create_subscription(HandLandmarksArray, contract.TOPIC_LANDMARKS, self._on_landmarks, view),
+            self.create_subscription(JointState, flex_topic, self._on_flexions, view),
+            self.create_subscription(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, self._on_diagnostics,
+                                     contract.qos(contract.STREAM)),
+        ]
+        for v, slot in zip(self._views, self.joint_slots):
+            subs.append(self.create_subscription(JointState, v.topic_name(), slot.put, view))
+        panel = self.panel
+        if panel.twin_image is not None:
+            subs.append(self.create_subscription(Image, panel.resolve(panel.twin_image), self.twin_image.put, view))
+        if panel.kapandji is not None:
+            for who, topic in zip(("human", "robot"), panel.kapandji):
+                subs.append(self.create_subscription(
+                    JointState, panel.resolve(topic), lambda m, who=who: self._on_kapandji(who, m), view))
+        if panel.arm_state is not None:
+            subs.append(self.create_subscription(String, panel.resolve(panel.arm_state), self._on_arm_state, view))
+        subs.append(self.create_subscription(CompressedImage, contract.TOPIC_IMAGE_PREVIEW, self.preview.put, view))
+        return subs
 
     @property
-    def preview_subscribed(self) -> bool:
-        """Whether the console subscribes to the preview now (a browser is connected)."""
-        return self._preview_sub is not None
+    def subscribed_topics(self) -> list[str]:
+        """The topics the console subscribes to now (none while no browser is connected)."""
+        return [s.topic_name for s in self._subs]
 
     def _release(self) -> None:
         self._stop_render()
-        for s in self._subs:
-            self.destroy_subscription(s)
-        self._subs = []
         if self.page is not None:
             self.page.close()
             self.page = None
@@ -326,9 +333,9 @@ class ConsoleNode(SafeLifecycleNode):
             clock.rendered(now)
             page = self.page
             looking = page is not None and bool(page.server.get_clients())
-            self._want_preview(looking)
+            self._watch(looking)
             if not looking:
-                continue  # nobody looks: nothing is drawn, no preview is asked of the tracker
+                continue  # nobody looks: nothing subscribed, nothing drawn, no preview asked of the tracker
             try:
                 self.render_once(page)
                 self.renders += 1
@@ -370,8 +377,12 @@ class ConsoleNode(SafeLifecycleNode):
         if self._robot_rows_due:
             self._robot_rows_due = False
             page.show_robot(rows=self.robot_rows())
+        now = time.monotonic()
+        pose_due = now - self._last_pose >= 1.0 / float(self.get_parameter("robot_rate_hz").value)
+        if pose_due:
+            self._last_pose = now
         for i, ((robot, pose), slot) in enumerate(zip(self._robots, self.joint_slots)):
-            js = slot.take()
+            js = slot.take() if pose_due else None  # not due: the slot keeps the newest for the next
             if js is not None:
                 cfg = pose.update(js.name, js.position)
                 if pose_moved(self._sent_cfg[i], cfg, POSE_TOLERANCE):
@@ -383,7 +394,8 @@ class ConsoleNode(SafeLifecycleNode):
             self._last_figures = now
             if self.panel.servo:
                 page.show_robot(rows=self.robot_rows())
-            page.show_figures(figures(self.diagnostics, self.latency.percentiles_ms(), self.trips.trips)
+            page.show_figures(figures(self.diagnostics, self.latency.percentiles_ms(), self.trips.trips,
+                                      "the console's keep-last-1 receive times")
                               + [("robot poses shown", ", ".join(
                                   f"{v.name} {n}" for v, n in zip(self._views, self.poses_shown)) or "-"),
                                  ("console drops (preview / flexions)",

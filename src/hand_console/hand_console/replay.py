@@ -6,7 +6,9 @@ gets a timeline slider (scrub), Play and Pause. At any moment t (s from the firs
 stamps) it shows the frame of that moment — the tracker's source video read at the landmarks'
 ``frame_index`` (the run's ``source`` from its diagnostics, or ``--video``) — with its landmarks and
 the gate's verdict, the flexions at t with the 10 s before, and the tracker's figures of that
-moment. A bag without the video still shows landmarks on a blank frame. When the bag holds a
+moment; capture → flexion p50/p95 over the 10 s before t come from the bag itself: each flexion's
+log time (when the run's recorder received it) minus its capture stamp
+(:meth:`ReplayData.latency_at`). A bag without the video still shows landmarks on a blank frame. When the bag holds a
 robot's joint states (:data:`REPLAY_ROBOTS`: the tendon twin's, the joint mapper's, the dexterous
 twin's, the SO-101 twin's - the first one recorded), its URDF is shown posed as at that moment.
 """
@@ -31,6 +33,11 @@ from hand_console.state import MAX_RENDER_HZ, FlexionHistory, HandInfo, figures,
 #: Profiles whose robot a replay shows, in order of preference: the first whose joint-state topic
 #: the bag holds (:data:`hand_console.robots.ROBOT_VIEWS`; one robot each).
 REPLAY_ROBOTS = ("sim", "rviz", "dex", "arm")
+#: Capture → flexion percentiles of a replay cover the flexions of this many seconds up to the moment.
+LATENCY_WINDOW_S = 10.0
+#: A capture → recorder latency outside [0, this) s says the stamp is not a capture time on the
+#: recorder's clock.
+MAX_LATENCY_S = 10.0
 
 
 @dataclass
@@ -48,6 +55,8 @@ class ReplayData:
     """What a recorded run shows, on one time axis (s from its first landmarks' capture stamp).
 
     frames: the landmarks messages in time order; flex_t (N,), flex_v (N, 5): the flexions;
+    flex_latency_s (N,): each flexion's capture → recorder latency, s (its log time, when the
+    run's recorder received it - a reliable keep-all subscriber - minus its capture stamp);
     diagnostics: (t, {status name: {key: value}}) in time order; source: the tracker's source spec
     (``video:/path``), '' when the bag does not say; duration_s: the last time on the axis.
     """
@@ -55,6 +64,7 @@ class ReplayData:
     frames: list[Frame] = field(default_factory=list)
     flex_t: np.ndarray = field(default_factory=lambda: np.zeros(0))
     flex_v: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)))
+    flex_latency_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     diagnostics: list[tuple[float, dict[str, dict[str, str]]]] = field(default_factory=list)
     source: str = ""
     duration_s: float = 0.0
@@ -85,7 +95,7 @@ class ReplayData:
             elif topic == fx_topic:
                 by = dict(zip(msg.name, msg.position))
                 if all(f in by for f in contract.FINGER_NAMES):
-                    flex.append((_stamp(msg.header.stamp), [float(by[f]) for f in contract.FINGER_NAMES]))
+                    flex.append((_stamp(msg.header.stamp), [float(by[f]) for f in contract.FINGER_NAMES], log_ns))
             else:
                 diags.append((log_ns * 1e-9, {st.name: {kv.key: kv.value for kv in st.values} for st in msg.status}))
         if not raw_frames:
@@ -97,8 +107,9 @@ class ReplayData:
             index = int(msg.hands[0].frame_index) if msg.hands else -1
             data.frames.append(Frame((t - t0) * 1e-9, index, _hand_infos(msg)))
         flex.sort(key=lambda x: x[0])
-        data.flex_t = np.array([(t - t0) * 1e-9 for t, _ in flex])
-        data.flex_v = np.array([v for _, v in flex]).reshape(-1, 5)
+        data.flex_t = np.array([(t - t0) * 1e-9 for t, _, _ in flex])
+        data.flex_v = np.array([v for _, v, _ in flex]).reshape(-1, 5)
+        data.flex_latency_s = np.array([(log - t) * 1e-9 for t, _, log in flex])
         # diagnostics are stamped on arrival (log time): put them on the capture axis through the
         # first landmarks' log time
         lm_log0 = next((log * 1e-9 for topic, log, _ in read_messages(bag, [lm_topic])), None)
@@ -143,6 +154,24 @@ class ReplayData:
         for k in range(j, i):
             hist.add(float(self.flex_t[k]), self.flex_v[k])
         return hist.latest(), hist
+
+    def latency_at(self, t: float, window_s: float = LATENCY_WINDOW_S) -> tuple[float | None, float | None, str]:
+        """Capture → flexion (p50, p95) in ms over the flexions captured in the ``window_s`` s up
+        to ``t``, from the recorder's receive times (log time − capture stamp), and the note the
+        page shows after them: whose times they are, or why there is no figure (None, None, why):
+        no flexion in the window, or capture stamps that are not on the recorder's clock (a file
+        read unpaced stamps the media timeline, ahead of the wall clock)."""
+        lat = self.flex_latency_s
+        if len(lat) and np.mean((lat >= 0.0) & (lat < MAX_LATENCY_S)) < 0.5:
+            return None, None, "no figure: the capture stamps are not on the recorder's clock (an unpaced file?)"
+        i = int(np.searchsorted(self.flex_t, t, side="right"))
+        j = int(np.searchsorted(self.flex_t, t - window_s, side="left"))
+        w = lat[j:i]
+        w = w[(w >= 0.0) & (w < MAX_LATENCY_S)] * 1e3
+        if not len(w):
+            return None, None, f"no flexion in the {window_s:g} s before"
+        return (float(np.percentile(w, 50)), float(np.percentile(w, 95)),
+                f"recorder's keep-all receive times, {len(w)} flexions in the last {window_s:g} s")
 
     def diagnostics_at(self, t: float) -> dict[str, dict[str, str]]:
         """The newest diagnostics known at ``t`` ({} before the first)."""
@@ -245,7 +274,8 @@ class Replay:
         latest, hist = self.data.flexions_at(t)
         ts, vs = hist.series()
         self.page.show_flexions(latest, ts, vs)
-        self.page.show_figures(figures(diag, (None, None), {}))
+        p50, p95, note = self.data.latency_at(t)
+        self.page.show_figures(figures(diag, (p50, p95), {}, note))
         if self.robot is not None and (js := self.data.joints_at(t)) is not None:
             self.robot.update_cfg(self.pose.update(*js))
         self.shown_t = t

@@ -33,6 +33,15 @@ DEFAULT_RENDER_HZ = 10.0
 PLOT_RATE_HZ = 4.0
 #: Seconds of flexion history in the plot.
 HISTORY_S = 10.0
+#: The figures' row of the tracker's rate: its ``frame_rate_hz`` diagnostic, frames processed in its
+#: last diagnostics period (``diagnostics_period_s``, 1 s by default) - not a mean over the run
+#: (``summary.json``'s ``tracker_fps_over_run``).
+FPS_ROW = "tracker fps (last second)"
+#: The figures' row of capture → flexion percentiles (the value says whose receive times).
+LATENCY_ROW = "capture→flexion p50 / p95"
+#: The figures' row of safe-pose trips: counted from the actuators' diagnostics, which the console
+#: receives only while a page is open.
+TRIPS_ROW = "safe-pose trips (while a page is open)"
 
 T = TypeVar("T")
 
@@ -132,6 +141,9 @@ class LatencyWindow:
         if math.isfinite(latency_s) and -0.5 < latency_s < 10.0:  # else the stamp is not on this clock
             self._s.append(latency_s)
 
+    def clear(self) -> None:
+        self._s.clear()
+
     def percentiles_ms(self) -> tuple[float | None, float | None]:
         if not self._s:
             return None, None
@@ -223,9 +235,10 @@ def find_status(diagnostics: Mapping[str, Mapping[str, str]], node: str, suffix:
 
 
 def figures(diagnostics: Mapping[str, Mapping[str, str]], latency_ms: tuple[float | None, float | None],
-            trips: Mapping[str, int]) -> list[tuple[str, str]]:
+            trips: Mapping[str, int], latency_note: str = "") -> list[tuple[str, str]]:
     """(label, value) rows of the figures panel. diagnostics: status name → {key: value} (newest);
-    latency_ms: capture → flexion (p50, p95) as the console's keep-last-1 subscription saw it."""
+    latency_ms: capture → flexion (p50, p95) in ms, None where there is no figure; latency_note:
+    whose receive times they are, or why there is no figure (shown in brackets after them)."""
     tr = find_status(diagnostics, keys.TRACKER_NODE, keys.TRACKER_STATUS_SUFFIX)
     rows: list[tuple[str, str]] = []
 
@@ -233,11 +246,12 @@ def figures(diagnostics: Mapping[str, Mapping[str, str]], latency_ms: tuple[floa
         return "-" if v is None else f"{v:{spec}}{unit}"
 
     rows.append(("tracker", tr.get(keys.TRACKER_TRACKING, "-") if tr else "no diagnostics yet"))
-    rows.append(("tracker fps", fmt(_num(tr, keys.TRACKER_FRAME_RATE), ".1f", " Hz")))
+    rows.append((FPS_ROW, fmt(_num(tr, keys.TRACKER_FRAME_RATE), ".1f", " Hz")))
     det = _num(tr, keys.TRACKER_DETECTION_RATE)
     rows.append(("hand detected", fmt(None if det is None else det * 100, ".0f", " %")))
     p50, p95 = latency_ms
-    rows.append(("capture→flexion p50 / p95", f"{fmt(p50, '.1f')} / {fmt(p95, '.1f')} ms"))
+    rows.append((LATENCY_ROW, f"{fmt(p50, '.1f')} / {fmt(p95, '.1f')} ms" + (f" ({latency_note})" if latency_note
+                                                                               else "")))
     rows.append(("inference p95", fmt(_num(tr, keys.TRACKER_INFERENCE_P95), ".1f", " ms")))
     rows.append(("frames / dropped", f"{fmt(_num(tr, keys.TRACKER_FRAMES), '.0f')} / "
                                      f"{fmt(_num(tr, keys.TRACKER_DROPPED), '.0f')}"))
@@ -248,7 +262,7 @@ def figures(diagnostics: Mapping[str, Mapping[str, str]], latency_ms: tuple[floa
     if twin:
         rows.append(("twin real-time factor", fmt(_num(twin, keys.TWIN_RTF), ".2f")))
     if trips:
-        rows.append(("safe-pose trips", ", ".join(f"{k} {v}" for k, v in sorted(trips.items()))))
+        rows.append((TRIPS_ROW, ", ".join(f"{k} {v}" for k, v in sorted(trips.items()))))
     rows.append(("calibration", tr.get(keys.TRACKER_CALIBRATION, "-") if tr else "-"))
     return rows
 

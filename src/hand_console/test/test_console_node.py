@@ -5,8 +5,10 @@ test_console_browser for the page itself).
   frames 320 px wide stamped like the landmarks of the same frame after;
 - the console serves its page on 127.0.0.1 (HTTP 200) and refuses to configure on another host
   without allow_remote;
-- the active console subscribes to the preview only while a client is connected to its page (with
-  no page open the tracker encodes nothing for it).
+- the active console subscribes to the preview, and to every other data topic (landmarks,
+  flexions, diagnostics, the sim twin's joint states and picture), only while a client is connected
+  to its page: with no page open it has no subscription (nothing is sent to it, no callback runs)
+  and the tracker encodes nothing for it.
 """
 
 import os
@@ -89,13 +91,21 @@ def test_preview_only_while_subscribed_and_console_serves_locally(probe, tmp_pat
         def preview_subscribers() -> int:
             return probe.node.count_subscribers(contract.TOPIC_IMAGE_PREVIEW)
 
+        def console_topics() -> set[str]:
+            return {t for t, _ in probe.node.get_subscriber_names_and_types_by_node(contract.CONSOLE_NODE, "/")}
+
+        data_topics = {contract.TOPIC_IMAGE_PREVIEW, contract.TOPIC_LANDMARKS, contract.TOPIC_TARGET_FLEXIONS,
+                       contract.TOPIC_DIAGNOSTICS, contract.TOPIC_TWIN_JOINT_STATES, contract.TOPIC_TWIN_IMAGE}
         wait_until(lambda: preview_subscribers() == 1, 10, "the probe alone on the preview")
         time.sleep(1.0)  # the console's render loop looked several times: still no page, no subscription
-        assert preview_subscribers() == 1
+        assert preview_subscribers() == 1 and not console_topics() & data_topics, console_topics()
         with HeadlessClient(f"http://127.0.0.1:{port}") as page:
             wait_until(lambda: preview_subscribers() == 2, 20, "the console subscribed for its page")
+            wait_until(lambda: data_topics <= console_topics(), 20, lambda: f"every data topic: {console_topics()}")
             wait_until(lambda: page.messages >= 5, 30, "the page's messages")
         wait_until(lambda: preview_subscribers() == 1, 20, "the console unsubscribed once the page closed")
+        wait_until(lambda: not console_topics() & data_topics, 20,
+                   lambda: f"no data topic once the page closed: {console_topics()}")
         assert not probe.change_state("remote_console", "configure", timeout=30)
         assert "allow_remote" in remote.output()
     finally:

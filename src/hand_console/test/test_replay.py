@@ -20,6 +20,7 @@ from sensor_msgs.msg import JointState
 from hand_common import contract
 from hand_common.bag import BagWriter
 from hand_console.replay import Replay, ReplayData, VideoFrames
+from hand_console.state import figures
 
 FPS = 30.0
 N = 90
@@ -29,6 +30,11 @@ T0_NS = 1_700_000_000_000_000_000
 def flexion(i: int) -> list[float]:
     """Ground truth: digit d of frame i."""
     return [round((i % 30) / 30.0 * (d + 1) / 5.0, 4) for d in range(5)]
+
+
+def recorder_latency_ms(i: int) -> int:
+    """Ground truth: the recorder received frame i's flexions this many ms after its capture."""
+    return 25 + i % 11
 
 
 def hand_joints() -> tuple[list[str], list[tuple[float, float]]]:
@@ -68,7 +74,7 @@ def bag(tmp_path_factory, video_path):
             js = JointState(name=list(contract.FINGER_NAMES), position=flexion(i))
             js.header.stamp = lm.header.stamp
             w.write(contract.TOPIC_LANDMARKS, t_ns + 20_000_000, serialize_message(lm))
-            w.write(contract.TOPIC_TARGET_FLEXIONS, t_ns + 30_000_000, serialize_message(js))
+            w.write(contract.TOPIC_TARGET_FLEXIONS, t_ns + recorder_latency_ms(i) * 1_000_000, serialize_message(js))
             twin = JointState(name=names, position=twin_joints(i))
             twin.header.stamp = lm.header.stamp  # the twin stamps its states with the command's capture stamp
             w.write(contract.TOPIC_TWIN_JOINT_STATES, t_ns + 35_000_000, serialize_message(twin))
@@ -100,6 +106,37 @@ def test_a_recorded_run_on_one_time_axis(bag, video_path):
     assert data.joints_at(-0.1) is None
     names, positions = data.joints_at(55.5 / FPS)
     assert names == hand_joints()[0] and positions == pytest.approx(twin_joints(55))
+
+
+def test_capture_to_flexion_percentiles_come_from_the_recorders_receive_times(bag, tmp_path):
+    data = ReplayData.load(bag)
+    # the 10 s before frame 55 hold all 56 flexions; the 30.5 frames before frame 89: frames 59-89
+    for t, window, frames in ((55 / FPS, 10.0, range(56)), (89 / FPS, 30.5 / FPS, range(59, 90))):
+        p50, p95, note = data.latency_at(t, window)
+        truth = [recorder_latency_ms(i) for i in frames]
+        assert (p50, p95) == pytest.approx((np.percentile(truth, 50), np.percentile(truth, 95)), abs=1e-3)
+        assert note.startswith("recorder's keep-all receive times") and f"{len(truth)} flexions" in note
+    assert data.latency_at(-1.0) == (None, None, "no flexion in the 10 s before")
+    # the page's figures row shows them, and whose times they are
+    p50, p95, note = data.latency_at(55 / FPS)
+    assert dict(figures({}, (p50, p95), {}, note))["capture→flexion p50 / p95"] == \
+        f"{p50:.1f} / {p95:.1f} ms ({note})"
+    # an unpaced file: stamps on the media timeline, ahead of the recorder's clock: no figure, and why
+    unpaced = tmp_path / "unpaced_bag"
+    with BagWriter(unpaced) as w:
+        w.add(contract.TOPIC_LANDMARKS, "hand_msgs/msg/HandLandmarksArray")
+        w.add(contract.TOPIC_TARGET_FLEXIONS, "sensor_msgs/msg/JointState")
+        for i in range(10):
+            t_ns = T0_NS + int(i / FPS * 1e9)
+            lm = HandLandmarksArray()
+            lm.header.stamp.sec, lm.header.stamp.nanosec = divmod(t_ns, 1_000_000_000)
+            js = JointState(name=list(contract.FINGER_NAMES), position=flexion(i))
+            js.header.stamp = lm.header.stamp
+            log = T0_NS + i * 5_000_000  # read 6 times faster than the media time
+            w.write(contract.TOPIC_LANDMARKS, log, serialize_message(lm))
+            w.write(contract.TOPIC_TARGET_FLEXIONS, log + 1_000_000, serialize_message(js))
+    p50, p95, note = ReplayData.load(unpaced).latency_at(9 / FPS)
+    assert (p50, p95) == (None, None) and "not on the recorder's clock" in note
 
 
 def test_the_replay_poses_the_recorded_robot(bag):

@@ -127,10 +127,14 @@ def test_figures_read_the_diagnostics_through_the_named_keys():
         f"{keys.TWIN_NODE}: physics": {keys.TWIN_RTF: "0.98", keys.TWIN_WATCHDOG: "ok"},
     }
     rows = dict(figures(diag, (30.0, 41.5), {"twin": 1}))
-    assert rows["tracker"] == "held" and rows["tracker fps"] == "29.5 Hz" and rows["hand detected"] == "90 %"
+    assert rows["tracker"] == "held" and rows["tracker fps (last second)"] == "29.5 Hz"
+    assert rows["hand detected"] == "90 %"
     assert rows["capture→flexion p50 / p95"] == "30.0 / 41.5 ms" and rows["inference p95"] == "21.2 ms"
     assert rows["frames / dropped"] == "300 / 2" and rows["gate refusals"] == "7"
-    assert rows["twin real-time factor"] == "0.98" and rows["safe-pose trips"] == "twin 1"
+    assert rows["twin real-time factor"] == "0.98" and rows["safe-pose trips (while a page is open)"] == "twin 1"
+    # whose receive times the percentiles are, or why there is none, in brackets after them
+    assert dict(figures(diag, (None, None), {}, "no flexion in the last 10 s"))["capture→flexion p50 / p95"] == \
+        "- / - ms (no flexion in the last 10 s)"
     assert rows["calibration"] == "calibrated"
     assert rows["held frames"] == "12 (no_hand 9, motion 3)"  # causes that held no frame are not listed
     assert dict(figures({}, (None, None), {}))["tracker"] == "no diagnostics yet"
