@@ -44,3 +44,17 @@ def test_the_human_fist_figure_is_the_robot_columns_measure_on_the_operator():
         world[:, tip] = centre + [0, 0, 0.1]
         world[list(FIST), tip] = centre + [0, 0, 0.066 if k == 0 else 0.03]
     assert np.allclose(human_fist(world), [0.66, 0.3, 0.3, 0.3, 0.3])
+
+
+def test_a_fist_digit_is_judged_against_the_operators_own_where_it_stays_above_the_limit():
+    """The shared video's fist: the operator's thumb comes only 34 % closer (0.66). A robot thumb at
+    0.64 (Ability) passes, at 0.76 (Inspire) fails; a finger the operator closes to 0.34 is held to
+    0.6 (0.61 fails), and a robot digit the operator closes beyond the limit cannot borrow it."""
+    base = Row("x", 621, 0, 4.0, 3.0, [], 0.64, 0.85, 100)
+    ok = Row(**{**base.__dict__, "fist_digits": {"thumb": (0.64, 0.66), "index": (0.36, 0.34)}})
+    assert ok.ok and ok.fist_failures() == []
+    inspire = Row(**{**base.__dict__, "fist_ratio": 0.76, "fist_digits": {"thumb": (0.76, 0.66), "index": (0.37, 0.34)}})
+    assert not inspire.ok and inspire.fist_failures() == ["thumb"]
+    finger = Row(**{**base.__dict__, "fist_digits": {"thumb": (0.5, 0.66), "index": (0.61, 0.34)}})
+    assert finger.fist_failures() == ["index"]
+    assert Row(**{**base.__dict__, "fist_ratio": 0.61}).fist_failures() == ["worst digit"]
