@@ -203,19 +203,23 @@ def faults_session(workdir: str, video: str, reps: int, stamp_offset_s: float = 
         with open(r.workdir / "marks.json", "w") as fh:
             json.dump({"marks": marks, "clean": clean, "wall_minus_mono": r.wall_minus_mono}, fh)
     crossed, frames, records, stale = r.crossings(), r.board_frames(), r.board_records(), r.stale_decisions()
+    lateness = r.stale_lateness()
     diags = r.driver_diagnostics()
-    outs, phs = [], []
+    outs, phs, late = [], [], []
     for label, down, a, b in marks:
         if label == "outage":
             outs.append(rig.outage_figures(down, a, b, crossed, frames, records, stale, rig.safe_pulses(),
                                            SAFE_RATE_US_PER_S, BOUND, SAFE_BOUND))
+            # the driver's own account of the outage's decision: how long after its deadline
+            late.append(next((ms for t, ms in lateness if a - 0.2 <= t <= b), None))
         else:
             phs.append(rig.phase_figures(label, a, b, crossed, records, stale, COMMAND_TIMEOUT_S, BOUND,
                                          r.wall_minus_mono, diags, safe_step_bound_us=SAFE_BOUND))
     cleans = [rig.phase_figures("clean", a, b, crossed, records, stale, COMMAND_TIMEOUT_S, BOUND, r.wall_minus_mono,
                                 diags, safe_step_bound_us=SAFE_BOUND) for a, b in clean]
     last = diags[-1][2] if diags else {}
-    return {"session": name, "operator": operator, "stamp_offset_s": stamp_offset_s, "codes": codes, "outages": outs, "phases": phs,
+    return {"session": name, "operator": operator, "stamp_offset_s": stamp_offset_s, "codes": codes, "outages": outs,
+            "decision_late_ms": late, "phases": phs,
             "clean": cleans, "crossed": len(crossed),
             "followed": int(last.get("commands", 0)), "late": int(last.get("commands_late", 0)),
             "out_of_order": int(last.get("commands_out_of_order", 0)),
@@ -224,11 +228,16 @@ def faults_session(workdir: str, video: str, reps: int, stamp_offset_s: float = 
             "stale_decisions": len(stale), "load": os.getloadavg()}
 
 
-def print_outages(outs: list[rig.OutageFigures]) -> None:
+def print_outages(outs: list[rig.OutageFigures], late: list[float | None] | None = None) -> None:
+    """``late``: per outage, the driver's stale decision's lateness past its deadline (ms, its log)."""
+    late = late if late is not None else [None] * len(outs)
     for down in sorted({o.down_s for o in outs}):
         g = [o for o in outs if o.down_s == down]
+        g_late = [x for o, x in zip(outs, late) if o.down_s == down]
         print(f"  link down {down:g} s (n={len(g)}):")
         print(f"    stale decision after the last command   {_mmm([o.stale_ms for o in g])} ms")
+        print(f"    ... after its deadline (driver's log)   {_mmm(g_late)} ms (deadline: the last followed "
+              f"command's reception + command_timeout_s {COMMAND_TIMEOUT_S * 1e3:.0f} ms)")
         print(f"    safe pulses held (after the last cmd)   {_mmm([o.safe_ms for o in g])} ms"
               f"   [ramp needed at safe_speed_dps {SAFE_SPEED_DPS:g} {_mmm([o.ramp_ms for o in g])} ms]")
         print(f"    safe pulses reached after the decision  "
@@ -345,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"faults, operator {f['operator']} (exit codes {f['codes']}; commands crossed {f['crossed']}, followed {f['followed']}, refused late "
               f"{f['late']}, out of order {f['out_of_order']}):")
         print(worst_case_line())
-        print_outages(f["outages"])
+        print_outages(f["outages"], f.get("decision_late_ms"))
         print_phases(f["phases"])
         print_phases(f["clean"])
         ok &= all(o.jumps == 0 for o in f["outages"]) and all(p.jumps == 0 for p in f["phases"])
@@ -356,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {s['stamp_offset_s']:+g} s: followed {s['followed']}, refused late {s['late']} ({share:.0%}), out of"
                   f" order {s['out_of_order']}, clock rebases {s['clock_rebases']}; stale decisions {s['stale_decisions']}"
                   f" ({s['unexplained_stale']} not explained by a gap in the arrivals); exit codes {s['codes']}")
-            print_outages(s["outages"])
+            print_outages(s["outages"], s.get("decision_late_ms"))
             ok &= all(o.jumps == 0 for o in s["outages"])
     if "source" in res:
         s = res["source"]

@@ -63,6 +63,7 @@ except KeyboardInterrupt:
     pass
 """
 _LOG_LINE = re.compile(r"\[(\w+)\] \[(\d+\.\d+)\] \[servo_driver\]: (.*)")
+_LATE = re.compile(r"decided (-?\d+(?:\.\d+)?) ms after its deadline")
 
 
 def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
@@ -374,6 +375,19 @@ class TwoHostRig:
                 m = _LOG_LINE.search(line)
                 if m and "ramping to the safe pose" in m.group(3):
                     out.append(float(m.group(2)) - self.wall_minus_mono)
+        return out
+
+    def stale_lateness(self) -> list[tuple[float, float]]:
+        """(CLOCK_MONOTONIC time, ms) of each stale decision the driver logged with how long after its
+        deadline (the last followed command's reception + command_timeout_s) it was taken."""
+        out = []
+        path = self.robot_dir / "logs" / "servo_driver.log"
+        if path.exists():
+            for line in path.read_text(errors="replace").splitlines():
+                m = _LOG_LINE.search(line)
+                late = _LATE.search(m.group(3)) if m and "ramping to the safe pose" in m.group(3) else None
+                if late:
+                    out.append((float(m.group(2)) - self.wall_minus_mono, float(late.group(1))))
         return out
 
     def crossings(self) -> list[tuple[float, float]]:

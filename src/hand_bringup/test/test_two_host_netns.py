@@ -205,3 +205,21 @@ def test_jumps_are_judged_by_their_own_limiter_bound():
     assert steps == [(133, True), (133, True), (100, False), (200, False)]
     assert rig.count_jumps(steps, BOUND, SAFE_BOUND) == 2  # the 100 and the 200 us tracking steps
     assert rig.count_jumps(steps, BOUND) == 4  # one bound for every frame: the 133 us steps too
+
+
+def test_stale_decisions_and_their_lateness_read_from_the_driver_log(tmp_path):
+    """The driver logs each stale decision with how long after its deadline (reception +
+    command_timeout_s) it was taken; the rig reads both (wall stamps converted to CLOCK_MONOTONIC)."""
+    r = rig.TwoHostRig(tmp_path, VIDEO)
+    logs = r.robot_dir / "logs"
+    logs.mkdir(parents=True)
+    w = r.wall_minus_mono
+    (logs / "servo_driver.log").write_text(
+        f"[INFO] [{w + 10.0:.6f}] [servo_driver]: active: following /hand/target_flexions\n"
+        f"[WARN] [{w + 12.5:.6f}] [servo_driver]: command older than 0.15 s: ramping to the safe pose "
+        "(decided 3.2 ms after its deadline)\n"
+        f"[WARN] [{w + 20.0:.6f}] [servo_driver]: command older than 0.15 s: ramping to the safe pose "
+        "(decided 0.0 ms after its deadline)\n")
+    assert r.stale_decisions() == pytest.approx([12.5, 20.0], abs=1e-5)
+    late = r.stale_lateness()
+    assert [t for t, _ in late] == pytest.approx([12.5, 20.0], abs=1e-5) and [ms for _, ms in late] == [3.2, 0.0]

@@ -111,6 +111,8 @@ class DriverStats:
     frames_capped: int = 0  #: frames held back by the frame interval (sent later, merged)
     ticks_yielded: int = 0  #: ramp frames a tick skipped for a command expected within the interval
     clock_rebases: int = 0  #: the sender's clock stepped back (see CommandAge)
+    #: the last stale decision's lateness (s) past its deadline (reception + command_timeout_s)
+    last_stale_late_s: float = math.nan
     last_reject: str = ""
     last_reject_t: float = -math.inf
     last_clamp_t: float = -math.inf
@@ -327,6 +329,8 @@ class DriverCore:
                 if not self.stale:
                     self.stale = True
                     self.stats.stale_events += 1
+                    # how long after its deadline the decision was taken: the caller's scheduling
+                    self.stats.last_stale_late_s = now - self.cmd_time - self.config.command_timeout_s
                     if self.config.safe_mode == "detach":
                         frames.append(self.safe_frame(now))
                     else:

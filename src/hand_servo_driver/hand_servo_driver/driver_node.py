@@ -374,7 +374,8 @@ class ServoDriverNode(SafeLifecycleNode):
             self._report_safe_ramp(self._ramp_why)
         if core.stale and not was_stale:
             self.get_logger().warning(f"command older than {core.config.command_timeout_s} s: ramping to the "
-                                      f"safe {core.config.safe_mode}")
+                                      f"safe {core.config.safe_mode} (decided {core.stats.last_stale_late_s * 1e3:.1f} ms "
+                                      "after its deadline)")
         self._check_link_down()
 
     def _write(self, frames: list[bytes]) -> None:
@@ -472,6 +473,7 @@ class ServoDriverNode(SafeLifecycleNode):
             "command_window_max_gap_ms": f"{quality.max_gap * 1e3:.1f}",
             "command_window_excess_p95_ms": f"{quality.excess_p95 * 1e3:.1f}",
             "frames_capped": st.frames_capped, "clock_rebases": st.clock_rebases, "going_safe": core.going_safe,
+            "last_stale_late_ms": f"{st.last_stale_late_s * 1e3:.1f}",
             "last_pulses_us": " ".join(map(str, core.last_sent)) if core.last_sent else "",
             "channels": " ".join(map(str, core.config.channels)),
             "reconnects": link.reconnects if link else 0, "link_errors": link.errors if link else 0,

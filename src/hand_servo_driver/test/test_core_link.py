@@ -193,8 +193,10 @@ def test_the_stale_decision_counts_from_the_reception():
     assert core.stale_deadline() == pytest.approx(10.15)
     core.step(10.149)
     assert not core.stale
+    assert math.isnan(core.stats.last_stale_late_s)
     core.step(10.151)
     assert core.stale and core.stale_deadline() is None
+    assert core.stats.last_stale_late_s == pytest.approx(0.001)  # decided 1 ms after its deadline
     assert core.quality._events[-1][0] == pytest.approx(10.0)
     # received "after" it is handled (clocks read in another order): counted as handled now
     assert core.command(flex(0.5, 0.5, 0.5, 0.5, 0.5), 11.0, 51.0, 51.005, 11.2)
