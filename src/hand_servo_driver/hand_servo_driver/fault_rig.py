@@ -148,6 +148,7 @@ class FaultRig:
         self._stream: threading.Thread | None = None
         self._stop_stream = threading.Event()
         self.last_publish = 0.0
+        self.last_publish_start = 0.0
         #: header.frame_id of the probe's commands (the command source it claims; '' = unnamed)
         self.frame_id = ""
         self.tracker = None
@@ -206,6 +207,8 @@ class FaultRig:
     def publish(self, values: Sequence[float]) -> None:
         msg = self.JointState(name=list(contract.FINGER_NAMES), position=[float(v) for v in values])
         msg.header.frame_id = self.frame_id
+        #: CLOCK_MONOTONIC just before the last publish call: no subscriber received it sooner
+        self.last_publish_start = time.monotonic()
         self.pub.publish(msg)
         self.last_publish = time.monotonic()
 

@@ -47,24 +47,27 @@ def test_stale_command_puts_the_board_at_its_safe_pulses_within_200_ms_10_trials
     of the last command, in each of 10 trials. Both ends are board-log stamps: each command moves
     the pose a little (1.0 / 0.97), so the driver sends a SET_PULSES the moment a command
     arrives, and the last of them marks the last command's arrival (no DDS or test-process
-    scheduling in the figure). The publish-to-safe figure is printed too."""
+    scheduling in the figure). Never sooner than command_timeout_s after the last publish."""
     assert float(rig.params["command_timeout_s"]) == 0.15
     safe = rig.safe_us()
     lat, from_publish = [], []
     for _ in range(10):
         last = rig.stream(lambda t: [1.0 if int(t * 30) % 2 else 0.97] * 5, 0.4)
+        sent = rig.last_publish_start
         wait_until(lambda last=last: rig.first_output(safe, last) is not None, 3.0, "safe pose")
         t_safe = rig.first_output(safe, last)["mono"]
         # it followed the commands, then ramped down (5000 °/s: 1000 µs in 18 ms)
         commanded = [r for r in rig.frames(last - 0.5) if r["mono"] < t_safe and r["outputs"][0] in (1970, 2000)]
         assert commanded
         lat.append(t_safe - commanded[-1]["mono"])
-        from_publish.append(t_safe - last)
+        from_publish.append(t_safe - sent)
         time.sleep(0.1)
     print(f"\nlast command frame -> safe pulses (board log): {', '.join(f'{1000 * x:.0f}' for x in lat)} ms; "
           f"from the last publish: {', '.join(f'{1000 * x:.0f}' for x in from_publish)} ms")
-    # > 0.1: the timeout made it (the board's own scheduling blurs either stamp by a few ms)
-    assert all(0.1 < x <= 0.2 for x in lat), lat
+    # the timeout made it: the driver counts it from the command's DDS reception, after its publish (the
+    # command frame marks when its callback ran, which a loaded executor delays: not a lower bound)
+    assert all(x >= 0.15 for x in from_publish), from_publish
+    assert all(x <= 0.2 for x in lat), lat
 
 
 def test_kill_9_of_the_tracker_puts_the_board_safe_within_200_ms(rig):
