@@ -172,36 +172,26 @@ def replay_driver(commands: Sequence[tuple[float, Mapping[str, float], float]], 
                   tick_s: float = 0.01) -> list[dict[str, Any]]:
     """Board records (``t``, ``outputs`` per channel) of the servo driver's pure core
     (:class:`hand_servo_driver.core.DriverCore`, ``config`` a DriverConfig) fed ``commands``
-    (arrival s, {finger: flexion}, capture stamp s) on time, with its control tick every
-    ``tick_s`` between them: what reaches the wire when nothing on the machine is late. The
-    rate limit's cost in capture → horn at target, independent of the machine's load."""
+    (arrival s, {finger: flexion}, capture stamp s) on time and stepped as the node steps it
+    (:func:`hand_servo_driver.schedule.drive`: each command, each frame when due, the control tick
+    every ``tick_s``): what reaches the wire when nothing on the machine is late. The rate
+    limit's cost in capture → horn at target, independent of the machine's load."""
     from hand_servo_driver.core import DriverCore
+    from hand_servo_driver.schedule import drive
 
     core = DriverCore(config, expect_acks=False)
     parser = p.Parser()
     outputs: list[int | None] = [None] * channels
     records: list[dict[str, Any]] = []
-
-    def emit(t: float, frames: list[bytes]) -> None:
+    if not commands:
+        return records
+    t0 = commands[0][0] - tick_s
+    core.on_link_up(t0)
+    core.activate()
+    for t, frames in drive(core, commands, tick_s, commands[-1][0] + HORN_HORIZON_S, tick_phase_s=t0):
         for f in (f for data in frames for f in parser.feed(data, 0)):
             if f.type == p.MsgType.SET_PULSES:
                 for ch, us in p.decode_set_pulses(f.payload, channels):
                     outputs[ch] = us
                 records.append({"event": "frame", "t": t, "mono": t, "outputs": list(outputs)})
-
-    if not commands:
-        return records
-    t = commands[0][0] - tick_s
-    core.on_link_up(t)
-    core.activate()
-    for arrival, flexions, stamp in commands:
-        while t + tick_s < arrival:
-            t += tick_s
-            emit(t, core.step(t))
-        if core.command(flexions, arrival, stamp, arrival):
-            emit(arrival, core.step(arrival, urgent=True))
-    end = t + HORN_HORIZON_S
-    while t < end:
-        t += tick_s
-        emit(t, core.step(t))
     return records

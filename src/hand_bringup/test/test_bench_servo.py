@@ -1,5 +1,6 @@
 """bench_servo: the board-log figures of the benchmark on synthetic logs with exact answers."""
 
+import numpy as np
 import pytest
 
 from hand_bringup import bench_servo
@@ -88,7 +89,10 @@ def test_replay_driver_ramps_at_max_speed_and_the_horn_follows():
     assert recs[-1]["outputs"] == [1000] * 5  # commands ended: stale, ramped back to the safe pose
     first_full = next(r["t"] for r in recs if r["outputs"] == [2000] * 5)
     assert first_full == pytest.approx(0.5 + 1000.0 / (300.0 * 11.111), abs=0.011)  # 0.3 s ramp, 10 ms ticks
-    # the SG90 (600 °/s) keeps up with a 300 °/s ramp: at the target one ramp step (<= 34 µs, a
-    # 10 ms tick at 3333 µs/s) after the last frame
+    # the SG90 (600 °/s) keeps up with a 300 °/s ramp: at the target one ramp step after the last
+    # frame (<= 45 µs at 3333 µs/s: ramp frames 10 ms apart, the command's own 13.3 ms after the last)
     t = bench_servo.horn_reach_time(recs, 0, 2000.0, 0.0, t_from=0.5, direction=1)
-    assert first_full <= t <= first_full + 34.0 / SPEED_US_S + 1e-9
+    assert first_full <= t <= first_full + 45.0 / SPEED_US_S + 1e-9
+    ramp = [r["t"] for r in recs if 0.5 <= r["t"] <= first_full]
+    gaps = np.diff(ramp)
+    assert gaps.min() >= 0.01 - 1e-9 and gaps.max() <= 0.04 / 3 + 1e-9

@@ -23,14 +23,18 @@ commands, time and the board's STATUS frames and writes the frames it returns. R
   ramps to the safe pose the same way (the node finishes the ramp before it releases the port).
 - Frames to the board are paced: a SET_PULSES frame leaves no sooner than ``min_frame_interval_s``
   after the last frame (10 ms at the default 100 Hz: 4.8 frames of 24 B fit in 10 ms at 115200
-  baud), however fast commands come. A fresh command that arrives sooner is held, one deep (a
-  newer one replaces it), and goes with the first step at or after the interval (the node's next
-  tick): at most one interval later. Heartbeats (never sooner than ``heartbeat_period_s``) and
-  the final safe frame always go. While commands come at a steady rate, a tick whose ramp frame
-  would hold the next command (expected within the interval from the median period of the last
-  :data:`ARRIVALS` arrivals, up to :data:`YIELD_JITTER_S` late) skips it (``ticks_yielded``), at
-  most one tick in a row (the rate limiter integrates the time up to ``max_step_s``), never on
-  the way to the safe pose: the command's frame then goes out at once.
+  baud). A fresh command that arrives sooner is held, one deep (a newer one replaces it), and is
+  due exactly the interval after the last frame; a ramp frame between commands is due the
+  interval after the last frame too, whenever that falls (:meth:`DriverCore.next_frame_at`: the
+  node wakes then, not at a tick phase), unless it would hold the next command past that one's
+  expected arrival (:class:`arrivals.ArrivalForecast`): then it is deferred
+  (``ramp_frames_deferred``) to the command's latest expected arrival + :data:`YIELD_JITTER_S`
+  (at most ``max_step_s`` + the interval after the last frame), so the command goes at once when
+  it comes, and the frame that carries it integrates the deferral too (the rate limiter follows
+  the elapsed time; ``max_step_s`` bounds only unplanned gaps, a stall). A command that arrives
+  while a ramp frame holds it therefore leaves by its expected arrival at the latest. Heartbeats
+  (never sooner than ``heartbeat_period_s``) and the final safe frame always go; on the way to
+  the safe pose nothing is deferred.
 - The board (re)booted or tripped its watchdog → its outputs are detached (the horns stay where
   they were: the ramp restarts from the last pulses it applied) or at its safe pose (the ramp
   restarts from the safe pose).
@@ -59,6 +63,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hand_servo_driver import protocol as p
+from hand_servo_driver.arrivals import ARRIVALS, DELIVERIES, YIELD_JITTER_S, ArrivalForecast
 from hand_servo_driver.command_age import CommandAge
 from hand_servo_driver.command_quality import FOLLOWED, LATE, OUT_OF_ORDER, CommandQuality
 from hand_servo_driver.driver_config import (
@@ -71,14 +76,10 @@ from hand_servo_driver.driver_config import (
 )
 from hand_servo_driver.motion import Deadband, RateLimiter
 
-#: also importable from here (their homes: :mod:`driver_config`, :mod:`command_age`)
-__all__ = ["ARRIVALS", "LOSS_WINDOW", "YIELD_JITTER_S", "WIRE_HISTORY", "SAFE_FLEXION_MAX", "SAFE_MODES", "CommandAge", "DriverConfig", "DriverConfigError",
+#: also importable from here (their homes: :mod:`driver_config`, :mod:`command_age`, :mod:`arrivals`)
+__all__ = ["ARRIVALS", "DELIVERIES", "LOSS_WINDOW", "YIELD_JITTER_S", "WIRE_HISTORY", "SAFE_FLEXION_MAX", "SAFE_MODES", "CommandAge", "DriverConfig", "DriverConfigError",
            "DriverCore", "DriverStats", "ServoSettings", "round_us"]
 
-#: How far from the expected arrival (s) a command may come for a tick to yield its ramp frame to it.
-YIELD_JITTER_S = 0.002
-#: Command arrivals whose median period predicts the next one (a tick yields only with this many).
-ARRIVALS = 9
 #: Capture → wire latencies a core keeps (:attr:`DriverCore.wire_latency`): ~50 s of 60 fps commands.
 WIRE_HISTORY = 3000
 #: Frames (acknowledged or lost) over which :meth:`DriverCore.loss_rate` is computed.
@@ -109,7 +110,7 @@ class DriverStats:
     commands_late: int = 0  #: refused: older than command_timeout_s by their stamp when they arrived
     commands_out_of_order: int = 0  #: refused: stamped before the newest command followed
     frames_capped: int = 0  #: frames held back by the frame interval (sent later, merged)
-    ticks_yielded: int = 0  #: ramp frames a tick skipped for a command expected within the interval
+    ramp_frames_deferred: int = 0  #: ramp frames deferred to a command's latest expected arrival
     clock_rebases: int = 0  #: the sender's clock stepped back (see CommandAge)
     #: the last stale decision's lateness (s) past its deadline (reception + command_timeout_s)
     last_stale_late_s: float = math.nan
@@ -146,9 +147,12 @@ class DriverCore:
         #: arrivals over a sliding window: a degraded link while commands still come (WARN)
         self.quality = CommandQuality()
         self.last_refused = ""
-        self._arrivals: deque[float] = deque(maxlen=ARRIVALS)  # our times of the latest followed commands
-        self._expected: float | None = None  # when the next command is expected (set on each arrival)
-        self._yielded = False  # a tick skipped its ramp frame since the last frame
+        self.forecast = ArrivalForecast()  # when the next command should come (ramp frames make way)
+        self._arrival_deferral = 0.0  # _deferral() as it was when the newest command arrived
+        #: ramp time a deferral left to integrate (s; see step), at most max_step_s
+        self.ramp_carry_s = 0.0
+        self._deferred = False  # a ramp frame was deferred since the last frame (counted once)
+        self._cmd_pending = False  # the newest command followed has not reached the wire yet
         self.outstanding: OrderedDict[int, tuple[int, float]] = OrderedDict()
         self.board: p.Status | None = None
         self.last_status_t: float | None = None
@@ -208,7 +212,7 @@ class DriverCore:
         if self.config.safe_mode == "detach":
             return [self.safe_frame(now)]
         self.going_safe = was_active or self.going_safe
-        return self.step(now, urgent=True)
+        return self.step(now)
 
     @property
     def at_safe(self) -> bool:
@@ -224,8 +228,8 @@ class DriverCore:
         self.stale = False
         self.target = None
         self._drive_t = None
-        self._arrivals.clear()
-        self._expected = None
+        self.forecast.reset()
+        self._cmd_pending = False
         self.deadband.reset()
 
     def safe_frame(self, now: float) -> bytes:
@@ -272,6 +276,7 @@ class DriverCore:
             excess = self.age.excess(stamp_s, arrival_s, rx, self.config.command_timeout_s)
             if self.age.rebases != rebases:
                 self.stats.clock_rebases += 1
+                self.forecast.reset()  # the stamps' time base moved
             if self.cmd_stamp is not None and stamp_s < self.cmd_stamp:
                 self.stats.commands_out_of_order += 1
                 self.last_refused = f"stamped {self.cmd_stamp - stamp_s:.3f} s before the newest command followed"
@@ -289,10 +294,10 @@ class DriverCore:
         self.flexions = {n: float(flexions[n]) for n in self.config.names}
         self.target = self.deadband.update(self.config.pulses(self.flexions))
         self.cmd_time = rx
+        self._cmd_pending = True
+        self._arrival_deferral = self._deferral()  # the schedule this command arrived into
         # the handling pace (not the reception's): when the next command's callback is expected
-        self._arrivals.append(now)
-        if len(self._arrivals) == ARRIVALS:  # once per arrival, not on every 100 Hz tick
-            self._expected = now + float(np.median(np.diff(self._arrivals)))
+        self.forecast.arrived(now, stamp_s)
         self._unsent = (stamp_s, arrival_s, rx) if stamp_s is not None and arrival_s is not None else None
         return True
 
@@ -308,19 +313,52 @@ class DriverCore:
         """A SET_PULSES frame may leave at ``now``: ``min_frame_interval_s`` since the last frame."""
         return now - self.last_tx_t >= self.config.min_frame_interval_s - 1e-9
 
-    def _command_due(self, now: float) -> bool:
-        """A command is expected before a frame sent now would let it go (see the module doc)."""
-        if self._expected is None or self._yielded:
-            return False
-        expected = self._expected
-        # the last tick before the command (up to YIELD_JITTER_S late) is the one that would hold it
-        return expected + YIELD_JITTER_S - self.config.min_frame_interval_s < now <= expected + YIELD_JITTER_S
+    def _ramp_due(self) -> float:
+        """When the next ramp frame is due (our clock; see the module doc): the frame interval after
+        the last frame, unless a frame then would hold the next command past its expected arrival:
+        then its latest expected arrival + :data:`YIELD_JITTER_S`, at most ``max_step_s`` past the
+        interval (should no command come by then)."""
+        interval = self.config.min_frame_interval_s
+        cap = self.last_tx_t + interval
+        expected, latest = self.forecast.expected, self.forecast.latest
+        if self.going_safe or self.stale or not self.active or expected is None or cap + interval <= expected:
+            return cap
+        return max(cap, min(latest + YIELD_JITTER_S, cap + self.config.max_step_s))
 
-    def step(self, now: float, urgent: bool = False) -> list[bytes]:
-        """Advance to ``now`` and return the frames to write (possibly none). ``urgent``: called
-        for a fresh command (pulses equal to what the board has put nothing on the wire for it).
-        A pulses frame sooner than ``min_frame_interval_s`` after the last frame is held for a
-        later step (counted in ``stats.frames_capped``)."""
+    def _deferral(self) -> float:
+        """How long past the frame interval the ramp frame after the last frame is deferred (s)."""
+        if self.last_tx_t == -math.inf:
+            return 0.0
+        return self._ramp_due() - (self.last_tx_t + self.config.min_frame_interval_s)
+
+    def _frame_due(self) -> float:
+        """When the next SET_PULSES frame is due: a fresh command's the frame interval after the
+        last frame, a ramp frame's :meth:`_ramp_due`."""
+        return self.last_tx_t + self.config.min_frame_interval_s if self._cmd_pending else self._ramp_due()
+
+    def next_frame_at(self) -> float | None:
+        """When :meth:`step` will next build a SET_PULSES frame (our clock), or None while there is
+        nothing to send (no command followed, ramp done, awaiting the board's STATUS). The node
+        wakes then (a one-shot timer), so a held command or a ramp frame goes out when due, not
+        at a tick. Heartbeats and the stale check are the tick's."""
+        if self.awaiting_status:
+            return None
+        if self.going_safe:
+            goal = self.config.safe_pulses()
+        elif self.active and not self.stale and self.target is not None and self.cmd_time is not None:
+            goal = self.target
+        else:
+            return None
+        if (not self._cmd_pending and self.last_sent is not None
+                and round_us(self.limiter.value) == round_us(goal) == self.last_sent):
+            return None
+        return self._frame_due()
+
+    def step(self, now: float) -> list[bytes]:
+        """Advance to ``now`` and return the frames to write (possibly none): called for each
+        fresh command, at :meth:`next_frame_at` and at the control tick. A pulses frame before it
+        is due (:meth:`next_frame_at`) is held for a later step: a held command counts in
+        ``stats.frames_capped`` (each step), a deferred ramp frame once in ``ramp_frames_deferred``."""
         self._expire_acks(now)
         frames: list[bytes] = []
         goal = None
@@ -344,28 +382,36 @@ class DriverCore:
         if goal is None:
             self._drive_t = None  # idle: the next ramp does not integrate the idle time
         elif not self.awaiting_status:
-            dt = 0.0 if self._drive_t is None else now - self._drive_t
-            before, before_t = self.limiter.value.copy(), self._drive_t
+            # the elapsed time, up to max_step_s (a stall's excess is dropped) + the deferral the
+            # schedule planned (_ramp_due), plus what an earlier deferral left: at most max_step_s a
+            # frame (never a bigger jump), the rest carried to the next frames (max_step_s at most)
+            planned = max_step = self.config.max_step_s
+            planned += self._arrival_deferral if self._cmd_pending else self._deferral()
+            owed = 0.0 if self._drive_t is None else self.ramp_carry_s + min(now - self._drive_t, planned)
+            before, before_t, before_carry = self.limiter.value.copy(), self._drive_t, self.ramp_carry_s
             self._drive_t = now
-            pulses = round_us(self.limiter.step(goal, dt, self.config.safe_rates_us() if self.going_safe else None))
+            pulses = round_us(self.limiter.step(goal, min(owed, max_step),
+                                                self.config.safe_rates_us() if self.going_safe else None))
+            self.ramp_carry_s = 0.0 if pulses == round_us(goal) else min(owed - min(owed, max_step), max_step)
             if pulses != self.last_sent:
-                if (self.may_send(now) and (urgent or self.going_safe or self.stale
-                                            or not self._command_due(now))):
+                if now >= self._frame_due() - 1e-9:
                     self.last_sent = pulses
                     frames.append(self._pulses_frame(pulses, now))
                     if self.going_safe and pulses == round_us(goal):
                         self._reached_safe()
                 else:  # held back: the limiter stays with what the board has, so the next frame
                     # moves at most rate x min(time since this one, max_step_s) — never a merged jump
-                    self.limiter.value, self._drive_t = before, before_t
-                    if self.may_send(now):
-                        self._yielded = True
-                        self.stats.ticks_yielded += 1
-                    else:
+                    self.limiter.value, self._drive_t, self.ramp_carry_s = before, before_t, before_carry
+                    if self._cmd_pending:
                         self.stats.frames_capped += 1
+                    elif self.may_send(now) and not self._deferred:
+                        self._deferred = True
+                        self.stats.ramp_frames_deferred += 1
             elif self.going_safe and pulses == round_us(goal):
                 self._reached_safe()
-            elif urgent:  # the command's pulses are what the board has: nothing for it on the wire
+            elif self._cmd_pending and pulses == round_us(goal):
+                # the command's pulses are what the board has: nothing for it on the wire
+                self._cmd_pending = False
                 self._unsent = None
         if self._safe_pending and (not self.active or self.stale) and not self.going_safe:
             frames.append(self.safe_frame(now))
@@ -516,6 +562,7 @@ class DriverCore:
         self._drive_t = None
 
     def _pulses_frame(self, pulses: tuple[int, ...], now: float) -> bytes:
+        self._cmd_pending = False
         if self._unsent is not None and self.active and not self.going_safe:
             stamp, arrival, t_arrival = self._unsent
             self.wire_latency.append(arrival + (now - t_arrival) - stamp)
@@ -534,7 +581,7 @@ class DriverCore:
         data = encoder(seq, *args)
         self.seq = (seq + 1) & 0xFFFF
         self.last_tx_t = now
-        self._yielded = False
+        self._deferred = False
         if self.stats.frames_sent == 0:
             self._silence_ref = now
         self.stats.frames_sent += 1

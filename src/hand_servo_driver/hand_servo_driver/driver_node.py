@@ -20,8 +20,12 @@ Lifecycle (ros2/demos lifecycle_py style):
 Commands: each is judged by its capture stamp (``header.stamp``, ROS time) against its reception
 on our ROS clock (the MessageInfo's ``received_timestamp``, not the callback's time: a backlog in
 this process is not the link's delay; :class:`command_age.CommandAge`: clock offsets cancel), and
-goes stale ``command_timeout_s`` after that reception (a one-shot deadline timer); frames to the board go out as soon as a fresh
-command arrives, at least ``1/rate_hz`` apart (a command that comes sooner goes with the next tick).
+goes stale ``command_timeout_s`` after that reception (a one-shot deadline timer); frames to the
+board go out as soon as a fresh command arrives, at least ``1/rate_hz`` apart. A frame not due yet
+(a command held by that interval, a ramp frame between commands) goes when due
+(:meth:`core.DriverCore.next_frame_at`): a one-shot timer on the steady clock, re-armed after every
+step, wakes the node then, not at its next tick (:mod:`schedule` replays the same timing on a
+synthetic clock). The control tick keeps the link I/O and heartbeats.
 
 Topics: subscribes ``/hand/target_flexions`` (sensor_msgs/JointState, ``contract.COMMAND`` QoS;
 ``header.frame_id`` names the source, :mod:`command_sources`),
@@ -68,6 +72,9 @@ SAFE_RAMP_LIMIT_S = 1.5
 #: The stale deadline timer (on the steady clock: CLOCK_MONOTONIC, as the core's times) fires this
 #: long after the deadline (s): past the core's strict ``age > command_timeout_s``.
 DEADLINE_MARGIN_S = 0.0005
+#: The shortest one-shot wait for a frame due (s): a wake that found its frame due a hair later
+#: (the timer's clock against the monotonic one) re-arms at least this far out, never spins.
+WAKE_MIN_S = 0.0001
 
 
 class ServoDriverNode(SafeLifecycleNode):
@@ -89,6 +96,7 @@ class ServoDriverNode(SafeLifecycleNode):
         self._sub = None
         self._timer = None
         self._deadline_timer = None
+        self._frame_timer = None
         self._diag_timer = None
         self._diag_pub = None
         self._ignored = 0
@@ -189,6 +197,9 @@ class ServoDriverNode(SafeLifecycleNode):
         # followed for its reception + command_timeout_s, one shot (see _arm_deadline)
         self._deadline_timer = self.create_timer(cfg.command_timeout_s + DEADLINE_MARGIN_S, self._on_deadline,
                                                  clock=Clock(clock_type=ClockType.STEADY_TIME), autostart=False)
+        # one shot: armed for the next frame due (_arm_frame_timer), the steady clock as time.monotonic
+        self._frame_timer = self.create_timer(1.0, self._on_frame_due, clock=Clock(clock_type=ClockType.STEADY_TIME),
+                                              autostart=False)
         self._diag_timer = self.create_timer(settings.diagnostics_period_s, self._publish_diagnostics)
         self.get_logger().info(
             "configured: " + ", ".join(f"{s.calibration.name}→ch{s.calibration.channel} "
@@ -203,7 +214,10 @@ class ServoDriverNode(SafeLifecycleNode):
 
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
         sendable = self._can_send()
-        self._write(self._core.deactivate(time.monotonic()))
+        now = time.monotonic()
+        self._write(self._core.deactivate(now))
+        if sendable:
+            self._arm_frame_timer(now)  # the ramp to the safe pose: a frame every 1/rate_hz
         self._flush_log(force=True)
         if sendable:
             self._report_safe_ramp("inactive")
@@ -270,7 +284,7 @@ class ServoDriverNode(SafeLifecycleNode):
     def _release(self) -> None:
         """The release hook (cleanup, shutdown, error): timers, subscription, /diagnostics, the port."""
         self._finish_safe_ramp("release")
-        for timer in (self._timer, self._deadline_timer, self._diag_timer):
+        for timer in (self._timer, self._deadline_timer, self._frame_timer, self._diag_timer):
             if timer is not None:
                 self.destroy_timer(timer)
         if self._sub is not None:
@@ -279,7 +293,7 @@ class ServoDriverNode(SafeLifecycleNode):
             self.destroy_publisher(self._diag_pub)
         if self._link is not None:
             self._link.close()
-        self._timer = self._deadline_timer = self._diag_timer = self._sub = self._diag_pub = None
+        self._timer = self._deadline_timer = self._frame_timer = self._diag_timer = self._sub = self._diag_pub = None
         self._link = None
         self._core = None
 
@@ -307,7 +321,33 @@ class ServoDriverNode(SafeLifecycleNode):
         if core.command(flexions, now, stamp, arrival, received):
             self._arm_deadline()
             if self._can_send():
-                self._write(core.step(now, urgent=True))  # at once: the wire follows the command, not the tick
+                self._write(core.step(now))  # at once: the wire follows the command, not the tick
+                self._arm_frame_timer(now)
+
+    def _arm_frame_timer(self, now: float) -> None:
+        """After a step at ``now``: wake when the core's next frame is due (nothing due: no wake)."""
+        timer, core = self._frame_timer, self._core
+        if timer is None or core is None:
+            return
+        due = core.next_frame_at()
+        if due is None or due <= now:  # nothing to send, or the step at now had it and sent it
+            timer.cancel()
+            return
+        timer.timer_period_ns = int(max(due - time.monotonic(), WAKE_MIN_S) * 1e9)
+        timer.reset()
+
+    def _on_frame_due(self) -> None:
+        """The one-shot: a held command or a ramp frame is due now."""
+        if self._frame_timer is not None:
+            self._frame_timer.cancel()
+        core = self._core
+        if core is None or not self._can_send():
+            return
+        now = time.monotonic()
+        self._write(core.step(now))
+        if self._ramp_why:
+            self._report_safe_ramp(self._ramp_why)
+        self._arm_frame_timer(now)
 
     def _arm_deadline(self) -> None:
         """The deadline timer fires once, at the followed command's reception + ``command_timeout_s``
@@ -370,6 +410,7 @@ class ServoDriverNode(SafeLifecycleNode):
         self._flush_log()
         was_stale = core.stale
         self._write(core.step(now))
+        self._arm_frame_timer(now)
         if self._ramp_why:
             self._report_safe_ramp(self._ramp_why)
         if core.stale and not was_stale:
@@ -472,7 +513,8 @@ class ServoDriverNode(SafeLifecycleNode):
             "command_window_out_of_order": quality.out_of_order, "command_window_gaps_over": quality.gaps_over,
             "command_window_max_gap_ms": f"{quality.max_gap * 1e3:.1f}",
             "command_window_excess_p95_ms": f"{quality.excess_p95 * 1e3:.1f}",
-            "frames_capped": st.frames_capped, "clock_rebases": st.clock_rebases, "going_safe": core.going_safe,
+            "frames_capped": st.frames_capped, "ramp_frames_deferred": st.ramp_frames_deferred,
+            "clock_rebases": st.clock_rebases, "going_safe": core.going_safe,
             "last_stale_late_ms": f"{st.last_stale_late_s * 1e3:.1f}",
             "last_pulses_us": " ".join(map(str, core.last_sent)) if core.last_sent else "",
             "channels": " ".join(map(str, core.config.channels)),

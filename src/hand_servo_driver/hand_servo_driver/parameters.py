@@ -46,7 +46,7 @@ GLOBAL_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("reconnect_max_s", 2.0, "Longest retry delay while the device is gone (s).", (0.01, 600.0)),
     ParamSpec("rate_hz", 100.0, "Control loop rate: rate limiter steps, heartbeats, stale check, link I/O, and the "
               "pacing of frames to the board (at least 1/rate_hz apart; a fresh command's frame goes out at once or "
-              "with the next tick). 100 Hz = at most one "
+              "exactly 1/rate_hz after the last frame). 100 Hz = at most one "
               "SET_PULSES (5 servos, 24 bytes, 2.1 ms at 115200 baud) per 10 ms: 21 % of the link. "
               "Applies at configure.", (1.0, 500.0)),
     ParamSpec("command_timeout_s", 0.15, "A command older than this is stale: the servos go to the safe pose (s). "

@@ -261,13 +261,13 @@ def _stall_run(stall_s: float, rate_hz: float = 50.0):
             lp.send(lp.core.step(t))  # the control timer runs before the queued command
             cap = math.floor(t * 30) / 30.0
             if lp.core.command(hand(cap), t, cap, t):
-                lp.send(lp.core.step(t, urgent=True))
+                lp.send(lp.core.step(t))
             next_cmd = cap + 1 / 30.0
             continue
         while next_cmd <= t:  # the commands due by now, each arriving 4 ms after capture
             lp.t = next_cmd + 0.004
             if lp.core.command(hand(next_cmd), lp.t, next_cmd, lp.t):
-                lp.send(lp.core.step(lp.t, urgent=True))
+                lp.send(lp.core.step(lp.t))
             next_cmd += 1 / 30.0
         lp.t = t
         lp.send(lp.core.step(t))
@@ -293,7 +293,7 @@ def test_the_frame_cap_holds_a_1khz_command_flood_to_the_control_rate():
         lp.t = round(k * 0.001, 6)
         v = 0.2 + 0.6 * ((k * 7) % 100) / 100.0
         lp.core.command(flex(v, v, v, v, v), lp.t)
-        lp.send(lp.core.step(lp.t, urgent=True))
+        lp.send(lp.core.step(lp.t))
         if k % 10 == 0:
             lp.send(lp.core.step(lp.t))
     sent = lp.pulses_frames()[n0:]
@@ -303,7 +303,7 @@ def test_the_frame_cap_holds_a_1khz_command_flood_to_the_control_rate():
     assert lp.core.stats.frames_capped > 800
 
 
-def test_a_steady_command_stream_goes_out_at_once_a_held_one_with_the_next_tick_the_newest_wins():
+def test_a_steady_command_stream_goes_out_at_once_a_held_one_when_the_interval_ends_the_newest_wins():
     lp = Loop(config(min_frame_interval_s=0.01, deadband_deg=0.0))
     lp.core.activate()
     at_once = 0
@@ -317,17 +317,33 @@ def test_a_steady_command_stream_goes_out_at_once_a_held_one_with_the_next_tick_
         lp.t = t
         v = 0.5 + 0.4 * math.sin(k / 5.0)
         lp.core.command(flex(v, v, v, v, v), t)
-        frames = lp.core.step(t, urgent=True)
+        frames = lp.core.step(t)
         assert not frames or t - last_tx >= 0.01 - 1e-9  # never within 10 ms of the last frame
         at_once += bool(frames) and k >= ARRIVALS
         lp.send(frames)
     assert np.diff(lp.sent_t).min() >= 0.01 - 1e-9
-    # from the ARRIVALS-th command on, the tick 3.3 ms before each command yields its ramp frame
-    assert at_once >= 90 - ARRIVALS - 5 and lp.core.stats.ticks_yielded >= 50
-    # the held command leaves with the next tick (10 ms after the last frame), as the newest one
+    # from the ARRIVALS-th command on, the ramp frame of the tick 3.3 ms before each command is
+    # deferred (unstamped commands: to the expected arrival + YIELD_JITTER_S)
+    assert at_once >= 90 - ARRIVALS - 5 and lp.core.stats.ramp_frames_deferred >= 50
+    t = lp.t = round(90 / 30.0, 6)  # the next command, on time, far away: the ramp takes > 33 ms
+    lp.core.command(flex(0.95, 0.95, 0.95, 0.95, 0.95), t)
+    lp.send(lp.core.step(t))
+    assert lp.core.last_tx_t == t
+    for lp.t in (round(t + 0.01, 6), round(t + 0.02, 6)):  # ramp frames, 10 ms apart
+        lp.send(lp.core.step(lp.t))
+        assert lp.core.last_tx_t == lp.t
+    lp.t = round(t + 0.03, 6)  # the tick before the next command: nothing due before t + 1/30 + 2 ms
+    assert lp.core.step(lp.t) == [] and lp.core.next_frame_at() == pytest.approx(t + 1 / 30 + 0.002)
+    # the next command, 0.3 ms late, goes at once; one 0.1 ms after it is held: it is due 10 ms
+    # after that frame (the node wakes then, not at its next tick), as the newest one
+    lp.t = round(t + 0.0336, 6)
+    lp.core.command(flex(0.8, 0.8, 0.8, 0.8, 0.8), lp.t)
+    lp.send(lp.core.step(lp.t))
+    assert lp.core.last_tx_t == lp.t
     lp.t = round(lp.t + 0.0001, 6)
     lp.core.command(flex(0.9, 0.9, 0.9, 0.9, 0.9), lp.t)
-    assert lp.core.step(lp.t, urgent=True) == []
+    assert lp.core.step(lp.t) == [] and lp.core.stats.frames_capped >= 1
+    assert lp.core.next_frame_at() == pytest.approx(lp.core.last_tx_t + 0.01)
     lp.t = round(lp.core.last_tx_t + 0.01, 6)
     lp.send(lp.core.step(lp.t))
     assert lp.sent_t[-1] == lp.t and lp.pulses_frames()[-1] is lp.sent[-1]
@@ -366,21 +382,21 @@ def test_capture_to_wire_latency_per_command_exact():
     lp.core.activate()
     lp.t = 0.9  # an unstamped command (not measured) and ticks: the horns at 1500 µs
     lp.core.command(flex(0.5, 0.5, 0.5, 0.5, 0.5), lp.t)
-    lp.send(lp.core.step(lp.t, urgent=True))
+    lp.send(lp.core.step(lp.t))
     for lp.t in (0.92, 0.94):
         lp.send(lp.core.step(lp.t))
     assert lp.core.last_sent == (1500,) * 5 and len(lp.core.wire_latency) == 0
     # stamps on another clock (offset +100 s): 12 ms of transit, sent at once
     lp.t = 1.0
     lp.core.command(flex(0.6, 0.6, 0.6, 0.6, 0.6), lp.t, stamp_s=100.988, arrival_s=101.0)
-    lp.send(lp.core.step(lp.t, urgent=True))
+    lp.send(lp.core.step(lp.t))
     assert lp.core.last_sent == (1600,) * 5
     assert list(lp.core.wire_latency) == pytest.approx([0.012])
     # the deadband keeps a 0.001 change off the wire: no frame, nothing counted
     lp.t = 1.02
     lp.core.command(flex(0.601, 0.6, 0.6, 0.6, 0.6), lp.t, stamp_s=101.010, arrival_s=101.02)
     n_sent = len(lp.sent)
-    lp.send(lp.core.step(lp.t, urgent=True))
+    lp.send(lp.core.step(lp.t))
     assert len(lp.sent) == n_sent and len(lp.core.wire_latency) == 1
     # three commands 1 ms apart: the first goes at once (10 ms), the second is held by the frame
     # interval and replaced by the third, which leaves with the tick 10 ms after the first frame
@@ -389,7 +405,7 @@ def test_capture_to_wire_latency_per_command_exact():
         lp.t = t
         v = 0.7 + 0.05 * k
         lp.core.command(flex(v, v, v, v, v), lp.t, stamp_s=stamp, arrival_s=100.0 + t)
-        lp.send(lp.core.step(lp.t, urgent=True))
+        lp.send(lp.core.step(lp.t))
     assert lp.core.stats.frames_capped == 2 and lp.core.last_sent == (1700,) * 5
     lp.t = 1.049  # 9 ms after the last frame: still held
     lp.send(lp.core.step(lp.t))
@@ -402,5 +418,5 @@ def test_capture_to_wire_latency_per_command_exact():
     lp.t = 1.2
     lp.send(lp.core.step(lp.t))
     lp.core.command(flex(0.2, 0.2, 0.2, 0.2, 0.2), lp.t)
-    lp.send(lp.core.step(lp.t, urgent=True))
+    lp.send(lp.core.step(lp.t))
     assert len(lp.core.wire_latency) == 3
