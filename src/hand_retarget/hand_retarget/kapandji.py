@@ -337,21 +337,15 @@ def robot_sites(robot, q: np.ndarray) -> np.ndarray:
     """(10, 3) m: the robot's Kapandji sites at joint angles ``q`` from its site table (NaN rows:
     unreachable levels). ``robot``: :class:`hand_retarget.robot.RobotHand`; its ``<mimic>`` joints
     are set from their sources first (:meth:`~hand_retarget.robot.RobotHand.couple`)."""
-    table = robot.kapandji_sites
-    poses = robot.link_poses(robot.couple(q), {link for site in table if site is not None for link, _, _ in site})
-    out = np.full((len(SITE_NAMES), 3), np.nan)
-    for k, site in enumerate(table):
-        if site is not None:
-            out[k] = sum(w * robot.point(poses, link, off) for link, off, w in site)
-    return out
+    return robot.landmarks_and_sites(robot.couple(q))[1]
 
 
 def robot_kapandji(robot, q: np.ndarray, config: KapandjiConfig | None = None) -> KapandjiResult:
     """Kapandji score of a :class:`hand_retarget.robot.RobotHand` at joint angles ``q`` (n,) rad
     (mimic joints from their equation: :meth:`~hand_retarget.robot.RobotHand.couple`); a site
     under a nearer one of its chain does not count (``occlusion``, module docstring)."""
-    q = robot.couple(q)
-    return kapandji(robot.landmarks(q), config, robot_sites(robot, q), occlusion=True)
+    lm, sites = robot.landmarks_and_sites(robot.couple(q))
+    return kapandji(lm, config, sites, occlusion=True)
 
 
 #: Per site, the landmarks whose phalanges carry it (a joint landmark sits on two; the palmar

@@ -253,6 +253,69 @@ class RobotHand:
         p, r = poses[link]
         return p + r @ np.asarray(offset, dtype=float)
 
+    def fk_points(self, q: np.ndarray, points: tuple) -> np.ndarray:
+        """(k, 3) m: the points ``points`` (a tuple of (link, offset (3,) m in that link)) in the URDF
+        root frame at ``q`` (n,) rad, from one forward-kinematics pass (every link once, the points
+        vectorised; the plan per ``points`` tuple is cached)."""
+        import pinocchio as pin
+
+        plans = self.__dict__.setdefault("_point_plans", {})
+        plan = plans.get(points)
+        if plan is None:
+            if getattr(self, "_body_frames", None) is None:
+                self._body_frames = {f.name: i for i, f in enumerate(self._model.frames)
+                                     if f.type == pin.FrameType.BODY}
+            links = sorted({link for link, _ in points})
+            where = {link: i for i, link in enumerate(links)}
+            plan = ([self._body_frames[link] for link in links], np.array([where[link] for link, _ in points]),
+                    np.array([off for _, off in points], dtype=float).reshape(len(points), 3))
+            plans[points] = plan
+        frames, idx, off = plan
+        pin.forwardKinematics(self._model, self._data, self._pin_q(np.asarray(q, dtype=float)))
+        pos = np.empty((len(frames), 3))
+        rot = np.empty((len(frames), 3, 3))
+        for i, f in enumerate(frames):
+            m = pin.updateFramePlacement(self._model, self._data, f)
+            pos[i], rot[i] = m.translation, m.rotation
+        return pos[idx] + np.einsum("kij,kj->ki", rot[idx], off)
+
+    def _landmark_points(self) -> tuple:
+        """((link, offset), ...) of the wrist and every digit's 4 points, and their landmark indices."""
+        if getattr(self, "_lm_points", None) is None:
+            pts, index = [(self.wrist, (0.0, 0.0, 0.0))], [0]
+            for d, dig in self.digits.items():
+                for i, (link, off) in zip(DIGIT_LANDMARKS[d], dig.points):
+                    pts.append((link, tuple(float(x) for x in off)))
+                    index.append(i)
+            self._lm_points = (tuple(pts), np.array(index))
+        return self._lm_points
+
+    def _site_plan(self) -> tuple:
+        """(points, (10, k) weights, finite rows): the Kapandji site table as weights over points."""
+        if getattr(self, "_sites", None) is None:
+            table = self.kapandji_sites
+            pts = sorted({(link, tuple(float(x) for x in off)) for site in table if site is not None
+                          for link, off, _ in site})
+            where = {pt: i for i, pt in enumerate(pts)}
+            w = np.zeros((len(table), len(pts)))
+            for k, site in enumerate(table):
+                for link, off, weight in site or ():
+                    w[k, where[(link, tuple(float(x) for x in off))]] += weight
+            self._sites = (tuple(pts), w, np.array([site is not None for site in table]))
+        return self._sites
+
+    def landmarks_and_sites(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """((21, 3) landmarks as :meth:`landmarks`, (10, 3) Kapandji sites as
+        :func:`hand_retarget.kapandji.robot_sites`, NaN rows where the hand has no site) at ``q``
+        (n,) rad as given (mimic joints are not coupled here), from one forward-kinematics pass."""
+        lm_pts, lm_idx = self._landmark_points()
+        site_pts, w, has = self._site_plan()
+        pts = self.fk_points(q, lm_pts + site_pts)
+        lm = self._complete_landmarks(lm_idx, pts[:len(lm_pts)])
+        sites = np.full((w.shape[0], 3), np.nan)
+        sites[has] = w[has] @ pts[len(lm_pts):]
+        return lm, sites
+
     @property
     def missing(self) -> tuple[str, ...]:
         """Digits (of thumb, index, middle, ring, pinky) the hand does not have."""
@@ -261,14 +324,13 @@ class RobotHand:
     def landmarks(self, q: np.ndarray | None = None) -> np.ndarray:
         """(21, 3) m MediaPipe-ordered landmarks at ``q`` (default rest), URDF root frame. A missing
         finger is extrapolated (pinky = ring + (ring - middle), etc.)."""
-        if getattr(self, "_landmark_links", None) is None:
-            self._landmark_links = {self.wrist} | {link for dig in self.digits.values() for link, _ in dig.points}
-        poses = self.link_poses(q, self._landmark_links)
+        lm_pts, lm_idx = self._landmark_points()
+        return self._complete_landmarks(lm_idx, self.fk_points(self.rest if q is None else q, lm_pts))
+
+    def _complete_landmarks(self, lm_idx: np.ndarray, pts: np.ndarray) -> np.ndarray:
+        """(21, 3): the FK points at their landmark indices, a missing finger extrapolated."""
         out = np.full((21, 3), np.nan)
-        out[0] = poses[self.wrist][0]
-        for d, dig in self.digits.items():
-            for idx, (link, off) in zip(DIGIT_LANDMARKS[d], dig.points):
-                out[idx] = self.point(poses, link, off)
+        out[lm_idx] = pts
         fingers = DIGITS[1:]
         for k, d in enumerate(fingers):
             if d in self.digits:

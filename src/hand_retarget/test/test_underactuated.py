@@ -171,3 +171,26 @@ def test_a_curled_little_finger_hides_its_base_crease(name):
     res = robot_kapandji(robot, robot.couple(q))
     assert res.distances[5] < 0.25 and res.distances[8] < 0.25      # tip and MCP crease both in-plane touched
     assert res.score == 6 and 9 in res.occluded
+
+
+def test_one_fk_pass_gives_the_landmarks_and_sites_of_the_link_by_link_formula(robot):
+    """landmarks_and_sites (one pinocchio pass, points vectorised; what the robot score runs at the
+    twin's 100 Hz) equals every landmark and site taken link by link (link_poses + point, weights of
+    the site table) at random poses."""
+    table = robot.kapandji_sites
+    for seed in range(3):
+        q = _random_pose(robot, 100 + seed)
+        lm, sites = robot.landmarks_and_sites(q)
+        poses = robot.link_poses(q)
+        assert np.allclose(lm[0], poses[robot.wrist][0], atol=1e-12)
+        for d, dig in robot.digits.items():
+            idx = {"thumb": (1, 2, 3, 4), "index": (5, 6, 7, 8), "middle": (9, 10, 11, 12), "ring": (13, 14, 15, 16),
+                   "pinky": (17, 18, 19, 20)}[d]
+            for i, (link, off) in zip(idx, dig.points):
+                assert np.allclose(lm[i], robot.point(poses, link, off), atol=1e-12)
+        for k, site in enumerate(table):
+            if site is None:
+                assert np.all(np.isnan(sites[k]))
+            else:
+                assert np.allclose(sites[k], sum(w * robot.point(poses, link, off) for link, off, w in site), atol=1e-12)
+        assert np.allclose(robot.landmarks(q), lm, atol=1e-12)
