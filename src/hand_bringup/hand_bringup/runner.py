@@ -285,6 +285,18 @@ def param_request(node: str, name: str, text: str, declared: dict[str, str]) -> 
     return coerce_value(name, parse_value(text), declared[name])
 
 
+def find_node(probe: Any, node: str, discovery_s: float = 2.0) -> str:
+    """:func:`param_target` of ``node`` among the nodes ``probe`` discovers within ``discovery_s``
+    (returns as soon as the node is seen)."""
+    wanted = {node.lstrip("/")} | ({NODES[node].name} if node in NODES else set())
+    end = time.monotonic() + discovery_s
+    while True:
+        running = [n for n, ns in probe.node.get_node_names_and_namespaces() if ns == "/"]
+        if wanted & set(running) or time.monotonic() > end:
+            return param_target(node, running)
+        time.sleep(0.1)
+
+
 def run_param(args: argparse.Namespace) -> int:
     from rcl_interfaces.srv import DescribeParameters, ListParameters
 
@@ -292,14 +304,7 @@ def run_param(args: argparse.Namespace) -> int:
 
     probe = RosProbe("hand_runner_param")
     try:
-        end = time.monotonic() + 2.0  # discovery of the nodes already running
-        while True:
-            running = [n for n, ns in probe.node.get_node_names_and_namespaces() if ns == "/"]
-            if args.node.lstrip("/") in running or args.node in NODES and NODES[args.node].name in running \
-                    or time.monotonic() > end:
-                break
-            time.sleep(0.1)
-        node = param_target(args.node, running)
+        node = find_node(probe, args.node)
         names = list(probe.call(ListParameters, f"/{node}/list_parameters", ListParameters.Request()).result.names)
         described = probe.call(DescribeParameters, f"/{node}/describe_parameters",
                                DescribeParameters.Request(names=names)).descriptors
@@ -319,6 +324,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
     probe = RosProbe("hand_runner_calibrate")
     try:
+        find_node(probe, contract.TRACKER_NODE)  # not running: said in 2 s, not after the service wait
         req = Calibrate.Request(pose=Calibrate.Request.OPEN if args.pose == "open" else Calibrate.Request.FIST,
                                 duration_s=float(args.duration))
         res = probe.call(Calibrate, f"/{contract.TRACKER_NODE}/calibrate", req, timeout=args.duration + 15)

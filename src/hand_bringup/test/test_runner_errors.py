@@ -156,3 +156,10 @@ def test_a_value_with_colon_space_reaches_the_node_as_text():
         node.destroy_node()
     finally:
         rclpy.shutdown(context=ctx)
+
+
+def test_calibrate_without_a_tracker_says_so_at_once():
+    """It waited 16 s for the service, then named only the service; now it looks at the graph first."""
+    code, out, _ = runner("calibrate", "open")
+    assert code == 2 and "Traceback" not in out
+    assert "runner: error: no node /hand_tracker is running on ROS_DOMAIN_ID" in out and "not available" not in out
