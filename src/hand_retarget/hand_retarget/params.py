@@ -77,6 +77,9 @@ RETARGET_PARAMS: tuple[Param, ...] = (
           "world landmarks have them more than this apart (3-D, palm widths), the thumb is moved where the "
           "picture shows it before retargeting", range=(0.05, 5.0)),
     Param("measured_topic", "/dex_twin/joint_states", "measured joint states of the robot (for its Kapandji score)"),
+    Param("kapandji_robot_rate_hz", 30.0, "Hz at most of /dex_hand/kapandji/robot: the newest measured state is "
+          "scored (forward kinematics + Kapandji) on a timer at this rate, when one arrived since the last score "
+          "(the twin publishes at 100 Hz); 0 = every measured message", range=(0.0, 500.0)),
     Param("diagnostics_rate_hz", 1.0, "Hz of /diagnostics", range=(0.1, 10.0)),
 )
 

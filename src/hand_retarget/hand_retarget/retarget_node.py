@@ -16,8 +16,11 @@ landmarks its target came from (now, once it holds the open pose). Without an ac
 
 Kapandji scores (sensor_msgs/JointState, see :mod:`hand_retarget.topics`):
 ``/dex_hand/kapandji/human`` for every accepted frame (the operator's own geometry) and
-``/dex_hand/kapandji/robot`` for every message on ``measured_topic`` (default the dexterous twin's
-``/dex_twin/joint_states``), from forward kinematics of the measured angles.
+``/dex_hand/kapandji/robot`` from forward kinematics of the newest message on ``measured_topic``
+(default the dexterous twin's ``/dex_twin/joint_states``, 100 Hz), at most ``kapandji_robot_rate_hz``
+times a second (a timer scores the newest state when one arrived since the last score; 0 = every
+message): the twin's rate of FK and Kapandji in the node that also retargets every frame cost
+~30 % of its CPU and queued ahead of the landmarks.
 ``/diagnostics``: frames, misses and the last miss reason, retargeting time, filter rejections,
 ``image_pinches`` (frames whose world thumb was moved onto the fingertip the picture showed it on,
 :func:`hand_retarget.kapandji.image_pinch`).
@@ -85,6 +88,7 @@ class RetargetNode(SafeLifecycleNode):
         self._last_miss = ""
         self._retarget_ms: deque[float] = deque(maxlen=300)
         self._robot_rejected = 0
+        self._measured: tuple[np.ndarray, object] | None = None  # newest measured (q, stamp), not yet scored
 
     def _param(self, name: str):
         return self.get_parameter(name).value
@@ -154,6 +158,10 @@ class RetargetNode(SafeLifecycleNode):
         self._dt = 1.0 / float(self._param("command_rate_hz"))
         self._timers = [self.create_timer(self._dt, self._on_tick),
                         self.create_timer(1.0 / float(self._param("diagnostics_rate_hz")), self._publish_diagnostics)]
+        self._measured = None
+        robot_rate = float(self._param("kapandji_robot_rate_hz"))
+        if robot_rate > 0.0:
+            self._timers.append(self.create_timer(1.0 / robot_rate, self._score_robot))
         self.get_logger().info(f"active: {contract.TOPIC_LANDMARKS} -> {TOPIC_JOINT_COMMANDS}")
         return super().on_activate(state)
 
@@ -222,7 +230,16 @@ class RetargetNode(SafeLifecycleNode):
                                       f"(got {list(msg.name)[:4]}...)", throttle_duration_sec=5.0)
             return
         q = np.array([msg.position[index[n]] for n in names], dtype=float)
-        self._publish_score(self.pub_robot, self.pipeline.robot_score(q), msg.header.stamp)
+        self._measured = (q, msg.header.stamp)
+        if float(self._param("kapandji_robot_rate_hz")) <= 0.0:
+            self._score_robot()
+
+    def _score_robot(self) -> None:
+        """The robot's Kapandji score of the newest measured state not yet scored (if any)."""
+        if self.pipeline is None or self._measured is None:
+            return
+        (q, stamp), self._measured = self._measured, None
+        self._publish_score(self.pub_robot, self.pipeline.robot_score(q), stamp)
 
     def _publish_score(self, pub, result, stamp) -> None:
         js = JointState()

@@ -132,6 +132,7 @@ def test_retarget_and_twin_nodes(tmp_path, desc):
         human = probe.collect(JointState, TOPIC_KAPANDJI_HUMAN, stream)
         robot = probe.collect(JointState, TOPIC_KAPANDJI_ROBOT, stream)
         images = probe.collect(Image, TOPIC_TWIN_IMAGE, contract.qos(contract.IMAGE))
+        t_activate = time.time()  # before the retarget node's timers exist
         for node in (DEX_TWIN_NODE, RETARGET_NODE):
             assert probe.change_state(node, "configure"), procs[0].tail() + procs[1].tail()
             assert probe.change_state(node, "activate")
@@ -149,6 +150,14 @@ def test_retarget_and_twin_nodes(tmp_path, desc):
         publisher = LandmarkPublisher(probe, desc.landmarks(q_true) @ rot.T + np.array([0.01, -0.02, 0.05]))
         wait_until(lambda: len(human) >= 30 and len(robot) >= 50, 20, "Kapandji scores")
         wait_until(lambda: robot[-1].position[0] == truth, 10, f"robot Kapandji {truth}")
+        # the robot score: a measured state (its stamp) scored at most once, at most
+        # kapandji_robot_rate_hz (a timer: at most one score per period since activation) while the
+        # twin publishes its state at 100 Hz
+        scored, t_now = [stamp_s(m) for m in list(robot)], time.time()
+        rate = float(yaml.safe_load((CONFIG / "retarget.yaml").read_text())[RETARGET_NODE]["ros__parameters"]
+                     ["kapandji_robot_rate_hz"])
+        assert rate == 30.0 and len(scored) <= rate * (t_now - t_activate) + 1, (len(scored), t_now - t_activate)
+        assert all(b > a for a, b in zip(scored, scored[1:]))
         assert {round(m.position[0]) for m in human[-10:]} == {truth}
         wait_until(lambda: len(images) >= 3, 10, "rendered twin images")
         assert (images[-1].width, images[-1].height, images[-1].encoding) == (160, 120, "rgb8")
