@@ -369,14 +369,15 @@ def build_parser(handlers: dict[str, Any] | None = None) -> argparse.ArgumentPar
     """The runner's CLI. handlers: profile -> run(args, out, overrides, params_files) -> exit code;
     a profile in HANDLED_PROFILES without a handler is not offered."""
     handlers = handlers or {}
-    p = argparse.ArgumentParser(prog="runner", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="runner", description=__doc__.split("\n\n")[0].replace("``", "'"),
+                                epilog="python -m hand_bringup.runner <profile> --help: that profile's options")
     sub = p.add_subparsers(dest="command", required=True)
     # every bringup profile but gazebo (which needs `gz sim` and ros_gz_bridge: use its launch file)
     for profile in [p for p in PROFILES if p != "gazebo" and (p not in HANDLED_PROFILES or p in handlers)]:
-        s = sub.add_parser(profile, help=f"run the '{profile}' node set")
+        s = sub.add_parser(profile, help=f"run the '{profile}' node set: {', '.join(PROFILES.get(profile, ()))}")
         s.add_argument("--video", help="video file for the tracker (default for demo: the shared hand video)")
         s.add_argument("--source", help="tracker source, e.g. camera:0 (overrides --video)")
-        s.add_argument("--out", default="out", help="output directory (logs, bag, demo files)")
+        s.add_argument("--out", default="out", help="output directory (logs, bag, demo files; default out)")
         s.add_argument("-p", "--param", action="append", metavar="NODE.PARAM=VALUE",
                        help="parameter override, e.g. tracker.mirror=true; node keys: "
                             f"{', '.join(PROFILES[profile]) if profile in PROFILES else 'the profile nodes'}; "
