@@ -86,8 +86,8 @@ class WriteCap:
     """At most ``rate_hz`` command writes a second on average, however fast commands come (a token
     bucket of ``burst`` writes refilled by the elapsed time). No clock of its own: ``now`` is any
     monotonic time in s. ``rate_hz`` is read at every call (a live parameter acts at once);
-    ``rate_hz <= 0`` lifts the cap. ``held`` counts writes refused (the caller sends the newest
-    command later, on its tick: a held command is delayed, never lost).
+    ``rate_hz <= 0`` lifts the cap. ``held`` counts writes refused (the caller writes the newest
+    command at :meth:`ready_at`: a held command is delayed, never lost).
     """
 
     def __init__(self, burst: float = 2.0):
@@ -105,6 +105,14 @@ class WriteCap:
         if self._t is None:
             return self._tokens
         return min(self.burst, self._tokens + max(0.0, now - self._t) * rate_hz)
+
+    def ready_at(self, now: float, rate_hz: float) -> float:
+        """The earliest time >= ``now`` at which :meth:`take` succeeds (the caller writes a held
+        command then, not at its next tick)."""
+        available = self.tokens(now, rate_hz)
+        if rate_hz <= 0 or available >= 1.0 - 1e-9:
+            return now
+        return now + (1.0 - available) / rate_hz
 
     def take(self, now: float, rate_hz: float) -> bool:
         """Spend one write at ``now`` if the cap allows it (True), else count it held (False)."""

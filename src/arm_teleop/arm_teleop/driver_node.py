@@ -8,8 +8,9 @@ The opt-ins and the calibration can only change while unconfigured.
 
 Subscribes ``/arm/joint_commands`` (LATEST): a new command is written **when it arrives** (the bus
 follows the command, not the loop's tick), at most ``max_write_rate_hz`` writes a second (a token
-bucket, :class:`~arm_teleop.driver_core.WriteCap`; a command held back by it is written on the next
-tick if still the newest and fresh). The tick (``rate_hz``) reads and publishes the measured joints
+bucket, :class:`~arm_teleop.driver_core.WriteCap`; a command held back by it is written as soon as
+the cap allows, by a one-shot timer on the steady clock, if still the newest and fresh - not at the
+next tick). The tick (``rate_hz``) reads and publishes the measured joints
 and applies the ``command_timeout_s`` check. Publishes ``/arm/joint_states`` (measured, rad;
 not in dry run) and ``/diagnostics`` (level, opt-in, bus retries/timeouts/corrupted packets, last
 error). Lifecycle: configure opens the bus (ping every ID, torque off); activate (motion) sets
@@ -25,6 +26,7 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.clock import Clock, ClockType
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 
@@ -78,6 +80,8 @@ class DriverNode(SafeLifecycleNode):
 
     def _reset(self) -> None:
         self._timers: list = []
+        self._write_timer = None  # one shot: a command the write cap held, written when it allows
+        self._released = 0  # held commands written by it
         self._sub = None
         self._js_pub = self._diag_pub = None
         self._cmd: np.ndarray | None = None
@@ -136,6 +140,9 @@ class DriverNode(SafeLifecycleNode):
         self._sub = self.create_subscription(JointState, topics.JOINT_COMMANDS, self._on_command,
                                              contract.qos(contract.LATEST))
         self._timers.append(self.create_timer(1.0 / self._p("rate_hz"), self._tick))
+        self._write_timer = self.create_timer(1.0, self._on_write_due, clock=Clock(clock_type=ClockType.STEADY_TIME),
+                                              autostart=False)
+        self._timers.append(self._write_timer)
         return super().on_activate(state)
 
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
@@ -157,6 +164,7 @@ class DriverNode(SafeLifecycleNode):
         for t in self._timers[1:]:
             self.destroy_timer(t)
         self._timers = self._timers[:1]
+        self._write_timer = None
 
     def _release(self) -> None:
         """The release hook (cleanup, shutdown from any state, error): the safe pose first (MOTION:
@@ -208,7 +216,9 @@ class DriverNode(SafeLifecycleNode):
                 self.get_logger().warning(f"a command expired unwritten ({self._expired_total} so far)",
                                           throttle_duration_sec=2.0)
             return
-        if not self._cap.take(now, float(self._p("max_write_rate_hz"))):
+        rate = float(self._p("max_write_rate_hz"))
+        if not self._cap.take(now, rate):
+            self._arm_write(self._cap.ready_at(now, rate))
             return
         try:
             writes = core.command(self._cmd)
@@ -222,6 +232,21 @@ class DriverNode(SafeLifecycleNode):
         if core.level != OptIn.MOTION and now - self._last_dry_log >= self._p("dry_run_log_period_s"):
             self._last_dry_log = now
             self.get_logger().info(f"{core.level.value}: would write " + "; ".join(str(w) for w in writes))
+
+    def _arm_write(self, at: float) -> None:
+        """Wake at ``at`` (monotonic s) to write the command the cap held."""
+        timer = self._write_timer
+        if timer is not None:
+            timer.timer_period_ns = max(int((at - time.monotonic()) * 1e9), 100_000)  # >= 0.1 ms: never spins
+            timer.reset()
+
+    def _on_write_due(self) -> None:
+        """The one shot: the cap allows a write again; the newest command goes if still fresh."""
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+        sent = self._sent
+        self._send(time.monotonic())
+        self._released += self._sent - sent
 
     def _tick(self) -> None:
         core = self.core
@@ -239,7 +264,8 @@ class DriverNode(SafeLifecycleNode):
             self._errors += 1
             self._last_error = str(exc)
             self.get_logger().error(f"bus: {exc}", throttle_duration_sec=2.0)
-        self._send(time.monotonic())  # a command the write cap held back, if still fresh
+        if self._write_timer is None or self._write_timer.is_canceled():  # else the wake writes it
+            self._send(time.monotonic())  # a command a bus error kept off the bus, if still fresh
 
     def _diagnostics(self) -> None:
         core = self.core
@@ -252,7 +278,7 @@ class DriverNode(SafeLifecycleNode):
         vals = {"opt_in": core.level.value, "torque_on": core.torque_on, "commands_received": self._received,
                 "commands_rejected": self._rejected, "commands": self._sent,
                 "commands_expired": self._expired_total,
-                "writes_held": self._cap.held,
+                "writes_held": self._cap.held, "writes_released": self._released,
                 "intended_writes": core.intended_total, "errors": self._errors}
         if core.bus.real:
             s = core.bus.stats

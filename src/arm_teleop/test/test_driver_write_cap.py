@@ -31,3 +31,14 @@ def test_write_cap_follows_a_live_rate_and_zero_lifts_it():
     assert all(cap.take(0.11, 0.0) for _ in range(50))  # 0 = no cap
     with pytest.raises(ValueError, match="burst"):
         WriteCap(burst=0.5)
+
+
+def test_a_held_write_is_ready_when_the_bucket_has_a_token_again():
+    cap = WriteCap(burst=2.0)
+    assert cap.ready_at(0.0, 100.0) == 0.0 and cap.take(0.0, 100.0) and cap.take(0.0, 100.0)
+    assert not cap.take(0.002, 100.0)  # empty: a token every 10 ms
+    ready = cap.ready_at(0.002, 100.0)
+    assert ready == pytest.approx(0.010)
+    assert not cap.take(ready - 1e-4, 100.0) and cap.take(ready, 100.0)
+    assert cap.ready_at(0.0105, 100.0) == pytest.approx(0.020)  # the next token, 10 ms after
+    assert cap.ready_at(0.0105, 0.0) == 0.0105  # no cap: now

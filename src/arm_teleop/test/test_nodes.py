@@ -212,3 +212,51 @@ def test_driver_writes_each_command_when_it_arrives(tmp_path):
         probe.close()
         proc.stop()
         srv.close()
+
+
+def test_driver_writes_a_command_the_cap_held_when_the_cap_allows(tmp_path):
+    """max_write_rate_hz 0.2 (a token every 5 s, 2 in the bucket), a 1 Hz read loop: of three
+    commands the third is held by the cap and written by the driver's one-shot wake when the
+    bucket has a token again (writes_released), not by the tick (which leaves it to the wake);
+    none expires (command_timeout_s 10)."""
+    bus = SimBus()
+    srv = PtySimBus(bus)
+    share = bringup.share_file("arm_teleop", "config/arm_driver.yaml")
+    proc = NodeProcess.module("arm_teleop.driver_node", "--ros-args", "--params-file", share,
+                              "-r", "__node:=capped_driver", "-r", f"{topics.JOINT_COMMANDS}:=/capped/commands",
+                              "-p", "real_hardware:=true", "-p", "allow_motion:=true", "-p", "rate_hz:=1.0",
+                              "-p", "max_write_rate_hz:=0.2", "-p", "command_timeout_s:=10.0",
+                              "-p", f"timeout_ms:={SIM_TIMEOUT_MS}",
+                              "-p", f"port:={srv.port}", log_path=str(tmp_path / "driver.log"))
+    probe = RosProbe("capped_probe")
+    diags = probe.collect(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, contract.qos(contract.STREAM))
+
+    def figures() -> dict[str, str]:
+        mine = [a.status[0] for a in list(diags) if a.status and a.status[0].hardware_id == srv.port]
+        return {kv.key: kv.value for kv in mine[-1].values} if mine else {}
+
+    try:
+        assert probe.change_state("capped_driver", "configure", timeout=30), proc.tail()
+        assert probe.change_state("capped_driver", "activate"), proc.tail()
+        pub = probe.publisher(JointState, "/capped/commands", contract.qos(contract.LATEST))
+        probe.wait_for_subscribers(pub)
+        cal = Calibration()
+        for k in range(3):
+            q = np.array([0.05 * (k + 1), 0.0, 0.0, 0.0, 0.0, 0.0])
+            tick = int(cal.to_ticks(q)[0])
+            pub.publish(JointState(name=list(ALL_JOINTS), position=[float(x) for x in q]))
+
+            def written(tick=tick):
+                return any(w["id"] == cal.ids[0] and w["addr"] == p.ADDR_GOAL_POSITION
+                           and p.unword(*w["data"][:2]) == tick for w in bus.writes)
+            wait_until(lambda k=k: figures().get("commands_received") == str(k + 1), 15,
+                       lambda k=k: f"command {k} received: {figures()}\n{proc.tail()}")
+            wait_until(written, 15, lambda k=k: f"command {k} on the bus: {figures()}\n{proc.tail()}")
+        wait_until(lambda: figures().get("commands") == "3", 10, lambda: f"3 written: {figures()}")
+        fig = figures()
+        assert int(fig["writes_held"]) >= 1 and fig["writes_released"] == "1", fig
+        assert (fig["commands_expired"], fig["commands_rejected"]) == ("0", "0"), fig
+    finally:
+        probe.close()
+        proc.stop()
+        srv.close()
