@@ -24,7 +24,9 @@ In one run (``make bench``), on the shared video paced like a camera, scenarios 
   (``python -m hand_console.browser URL``, its own process, niced like the browser) instead of
   chromium: the console's server does all its work for a page (preview subscribed, renders,
   pictures encoded, messages sent) and no browser renders three.js in software on the same cores:
-  the server's cost alone.
+  the server's cost alone;
+- ``console_idle`` (not in ``make bench``): ``full`` plus the console with no page open (it then
+  subscribes to nothing: its idle cost).
 
 ``--repeat N`` runs the scenario list N times, interleaved (full, console, full, console, ...), and
 the console comparison uses medians: figures taken minutes apart on a shared machine differ by
@@ -70,6 +72,8 @@ from hand_common.stats import percentiles_ms, rate_hz
 CONSOLE_SCENARIO = "console"
 #: ``console`` with a page client that draws nothing instead of the browser (the server's cost).
 CONSOLE_SERVER_SCENARIO = "console_server"
+#: The console with no page open (its idle cost).
+CONSOLE_IDLE_SCENARIO = "console_idle"
 BURNER_CODE = "while True:\n    pass\n"
 #: Niceness of the ``console`` scenario's chromium and of the ``console_server`` page client.
 BENCH_BROWSER_NICE = 19
@@ -92,6 +96,7 @@ class Scenario:
     burner: bool = False
     console: bool = False
     headless_page: bool = False  # console: a client that draws nothing instead of chromium
+    page_open: bool = True  # console: a browser (or the headless client) on the page
     two_hand_clip: bool = False
     servo_speed_dps: float | None = None  # every finger's max_speed_dps (None: the YAML's 300)
     demo_outputs: bool = False  # compose the demo video after the run (full, burner)
@@ -114,13 +119,14 @@ def _scenarios() -> dict[str, Scenario]:
         Scenario("arm", profile="arm", latency_topic=arm_topics.JOINT_COMMANDS),
         Scenario(CONSOLE_SCENARIO, console=True),
         Scenario(CONSOLE_SERVER_SCENARIO, console=True, headless_page=True),
+        Scenario(CONSOLE_IDLE_SCENARIO, console=True, page_open=False),
     )}
 
 
 #: Scenario names; ``make bench`` runs :data:`BENCH_SCENARIOS` (all but the console's browser).
-SCENARIOS = ("alone", "full", "burner", "fps60", "fps60_mc0", "sg90", "two_hands", "dex", "arm", CONSOLE_SCENARIO,
-             CONSOLE_SERVER_SCENARIO)
-BENCH_SCENARIOS = tuple(s for s in SCENARIOS if s not in (CONSOLE_SCENARIO, CONSOLE_SERVER_SCENARIO))
+CONSOLE_SCENARIOS = (CONSOLE_IDLE_SCENARIO, CONSOLE_SERVER_SCENARIO, CONSOLE_SCENARIO)
+SCENARIOS = ("alone", "full", "burner", "fps60", "fps60_mc0", "sg90", "two_hands", "dex", "arm") + CONSOLE_SCENARIOS
+BENCH_SCENARIOS = tuple(s for s in SCENARIOS if s not in CONSOLE_SCENARIOS)
 
 
 def make_clip(video: str, frames: int, path: str) -> str:
@@ -322,7 +328,7 @@ def run_scenario(sc: Scenario, video: str, n_frames: int, out: pathlib.Path, liv
                  f"http://127.0.0.1:{console_port}"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
             if page_client.stdout.readline().strip() != "connected":
                 raise RuntimeError("the headless page client did not connect")
-        elif sc.console:  # a browser on the page for the whole run, niced, its frame rate capped
+        elif sc.console and sc.page_open:  # a browser on the page for the whole run, niced, its frame rate capped
             from hand_console.browser import ConsoleBrowser
 
             browser = ConsoleBrowser(f"http://127.0.0.1:{console_port}", 1000, 760, nice=BENCH_BROWSER_NICE,
@@ -547,7 +553,7 @@ def console_comparison(results: list[dict[str, Any]]) -> list[str]:
     fps_full = _median([r["tracker_fps"] for r in full])
     p95_full = _median([r["latency_ms"].get("p95") for r in full])
     lines = []
-    for name in (CONSOLE_SERVER_SCENARIO, CONSOLE_SCENARIO):
+    for name in CONSOLE_SCENARIOS:
         runs = of(name)
         if not runs or not fps_full:
             continue
