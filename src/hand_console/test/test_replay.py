@@ -195,6 +195,11 @@ def test_scrubbing_in_a_browser_shows_the_frame_and_flexions_of_that_moment(bag)
             text = page.text()
             shown = [float(x) for x in re.findall(r"(?:thumb|index|middle|ring|pinky) ([0-9.]+)", text)[:5]]
             assert shown == pytest.approx(flexion(i), abs=0.006), (i, shown)
+            # capture→flexion of the 10 s before, from the recorder's receive times (frames 0..i)
+            truth = [recorder_latency_ms(k) for k in range(i + 1)]
+            latency = (f"{np.percentile(truth, 50):.1f} / {np.percentile(truth, 95):.1f} ms (recorder's keep-all "
+                       f"receive times, {i + 1} flexions in the last 10 s)")
+            page.wait_for(lambda latency=latency: latency in page.text(), 30, f"capture→flexion '{latency}'")
         assert replay.video is not None  # the source video named in the diagnostics: real frames shown
     finally:
         page.close()
