@@ -33,9 +33,12 @@ twin (:class:`DexSim`, simulated time). Columns:
 - ``kapandji``: fraction of the frames with human level >= 3 that the robot can express on
   which the robot's level, from the twin's *measured* angles, is within +-1 of the human's
   (>= 80 %). The robot can express a level when the same FK search brings its thumb tip within
-  the touch radius of the level's site, in the palm plane, as the robot score measures it
-  (Inspire 1-4, LEAP and Allegro 1-5: no little finger, Ability 1-10); dex_hand (ours, five
-  fully actuated digits) is taken to express every level and make every pinch.
+  the touch radius of the level's site, in the palm plane, as the robot score measures it, and for
+  a fingertip level (3-6: a pinch) also the pinch within ``PINCH_MM`` in 3-D
+  (:meth:`~hand_retarget.reach.Reach.expressible_touching`: Inspire right 1-4, Inspire left 1-3 -
+  its middle tip never closer than 18.6 mm -, LEAP and Allegro 1-5: no little finger, Ability
+  1-10); dex_hand (ours, five fully actuated digits) is taken to express every level and make
+  every pinch.
 
 Then :func:`hand_joint_mapper.derive_check.check` on the same URDFs and on LEAP with two wrist
 joints above its palm (flexion 0 -> every tip within 5 mm of rest, 1 -> <= 0.6 of its rest
@@ -144,7 +147,7 @@ def measure(robot_name: str, lm: tuple, robot_dir: str | None) -> Row:
         from hand_retarget.reach import reach
 
         found = reach(robot, pipe.config.kapandji)
-        expressible, closest = found.expressible, found.pinch
+        expressible, closest = found.expressible_touching(PINCH_MM * 1e-3), found.pinch
     unreachable = set(range(1, 11)) - set(expressible)
     rest = np.asarray(fk(pipe.rest), float)
     # the robot's own digits (a four-fingered hand's landmark 20 repeats another digit's points)

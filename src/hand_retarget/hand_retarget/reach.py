@@ -55,6 +55,16 @@ class Reach:
         """Kapandji levels (1-10) the robot's thumb can touch (in-plane distance <= touch)."""
         return tuple(int(k) + 1 for k in np.nonzero(np.nan_to_num(self.kapandji, nan=np.inf) <= self.touch)[0])
 
+    def expressible_touching(self, within: float) -> tuple[int, ...]:
+        """:attr:`expressible` without the fingertip levels (3-6: index, middle, ring, little tip)
+        whose pinch the thumb cannot make within ``within`` m (3-D tip distance). A fingertip level
+        *is* that pinch: an in-plane touch the tips cannot make in 3-D is a thumb held over the
+        fingertip, not on it (Inspire left: middle tip 0.24 palm widths in-plane at best, but its
+        tip never closer than 18.6 mm in 3-D, its collision geometry 8.6 mm apart at the retargeted
+        pinch; Inspire right 12.4 mm, 3.1 mm)."""
+        tips = {3: "index", 4: "middle", 5: "ring", 6: "pinky"}
+        return tuple(k for k in self.expressible if k not in tips or self.pinch_reachable(tips[k], within))
+
 
 def _minimise(f, lo: np.ndarray, hi: np.ndarray, x0s: list[np.ndarray], stop: float) -> float:
     """Smallest f over the starts (L-BFGS-B within [lo, hi]); stops at the first one <= ``stop``."""

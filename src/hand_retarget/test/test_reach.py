@@ -71,3 +71,14 @@ def test_a_level_judged_expressible_is_a_pose_the_robot_score_reads_as_touched(i
                 q[idx] = a, b, c
                 best = min(best, float(robot_kapandji(robot, q).distances[3]))
     assert found.kapandji[3] <= best + 1e-9 and best < 0.35
+
+
+def test_a_fingertip_level_is_expressible_only_where_the_pinch_is(inspire):
+    """Inspire left reaches its middle tip's site in the palm plane by a hair (<= 0.25 palm widths)
+    but its thumb tip never comes within 15 mm of the middle tip in 3-D (18.6 mm): level 4 is not
+    expressible by touch. Inspire right's middle pinch is 12.4 mm: level 4 stays."""
+    left = reach(_load("inspire_hand_left"))
+    assert 4 in left.expressible and left.pinch["middle"] * 1e3 == pytest.approx(18.6, abs=0.5)
+    assert left.expressible_touching(0.015) == (1, 2, 3)
+    _, right = inspire
+    assert right.expressible_touching(0.015) == right.expressible == (1, 2, 3, 4)
