@@ -221,10 +221,12 @@ def run_profile(args: argparse.Namespace) -> int:
     cfg.video_frames = frames  # progress display; the run ends when the tracker reports its source finished
     runner = Runner(cfg)
     code = 0
+    brought_up = False
     try:
         runner.start()
         runner.connect()
         runner.bring_up()
+        brought_up = True
         print(f"[runner] {args.profile}: {', '.join(s.name for s in runner.specs)} active; Ctrl-C to stop", flush=True)
         if console_url:
             print(f"[runner] operator console: {console_url}", flush=True)
@@ -241,7 +243,9 @@ def run_profile(args: argparse.Namespace) -> int:
         code = 1
     finally:
         runner.stop()
-    if runner.recording:
+    # a run refused before its nodes were up (a misspelt parameter, a node that died at start) has
+    # no messages: its empty tally would only bury the error
+    if runner.recording and (brought_up or any(row.get("recorded") for row in runner.recording.values())):
         print(f"[runner] {'recording' if cfg.record else 'messages (no bag)'}:\n" + runner.recording_summary(),
               flush=True)
     if runner.monitor.foreign_transitions:

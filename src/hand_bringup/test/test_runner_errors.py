@@ -42,6 +42,7 @@ def test_misspelt_parameter_is_refused_before_anything_moves(tmp_path, video_pat
     assert (f"/hand_tracker declares no parameter ['min_detection_confidenc'] (check --params-file {mine}); "
             "'min_detection_confidenc' (did you mean 'min_detection_confidence'?)") in out
     assert "tracker exited" not in out and "Wrong parameter type" not in out
+    assert "[runner] recording:" not in out  # no empty tally after the error
 
 
 def test_a_decimal_for_an_integer_parameter_stops_the_node_naming_parameter_type_and_value(tmp_path, video_path):
