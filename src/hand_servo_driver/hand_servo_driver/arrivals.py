@@ -2,8 +2,9 @@
 
 A camera stamps its frames at a steady period, and each command reaches the driver some delivery
 time later (arrival − stamp on the driver's clock: the pipeline's latency plus the clocks' constant
-offset, which cancels). From the last :data:`ARRIVALS` followed commands and the deliveries of the
-last :data:`DELIVERIES`, the next command is *expected* at the next stamp (the last + the median
+offset, which cancels). From the last :data:`ARRIVALS` followed commands (at least
+:data:`MIN_ARRIVALS`) and the deliveries of the last :data:`DELIVERIES`, the next command is
+*expected* at the next stamp (the last + the median
 stamp period) + the median delivery, and at the *latest* at the next stamp + the slowest delivery.
 Unstamped commands: the next arrival at the last + the median arrival period, for both.
 """
@@ -14,9 +15,11 @@ from collections import deque
 
 import numpy as np
 
-#: Followed commands whose median stamp (unstamped: arrival) period predicts the next one (no
-#: forecast with fewer).
+#: Followed commands whose median stamp (unstamped: arrival) period predicts the next one.
 ARRIVALS = 9
+#: The fewest followed commands of a stream that give a forecast (3 periods): a stream starting (a
+#: hand appearing) is placed after 4 commands, not 9 (0.6 s at 15 fps).
+MIN_ARRIVALS = 4
 #: Followed stamped commands whose median and slowest delivery (arrival − stamp) place the next one.
 DELIVERIES = 30
 #: How long after its latest expected arrival (s) the next command still finds no ramp frame holding
@@ -53,7 +56,7 @@ class ArrivalForecast:
         self._keys.append(key)
         if stamp_s is not None:
             self._deliveries.append(now - stamp_s)
-        if len(self._keys) < ARRIVALS:
+        if len(self._keys) < MIN_ARRIVALS:
             self.expected = self.latest = None
             return
         due = key + float(np.median(np.diff(self._keys)))

@@ -2,7 +2,7 @@
 
 import pytest
 
-from hand_servo_driver.arrivals import ARRIVALS, DELIVERIES, ArrivalForecast
+from hand_servo_driver.arrivals import ARRIVALS, DELIVERIES, MIN_ARRIVALS, ArrivalForecast
 
 
 def test_a_stamped_stream_is_expected_at_the_next_stamp_plus_the_median_and_the_slowest_delivery():
@@ -12,7 +12,7 @@ def test_a_stamped_stream_is_expected_at_the_next_stamp_plus_the_median_and_the_
     for k, d in enumerate(deliveries):
         stamp = offset + k / 30.0
         fc.arrived(stamp - offset + d, stamp)
-        if k < ARRIVALS - 1:
+        if k < MIN_ARRIVALS - 1:
             assert fc.expected is None and fc.latest is None
     last_stamp_ours = (len(deliveries) - 1) / 30.0
     assert fc.expected == pytest.approx(last_stamp_ours + 1 / 30.0 + 0.006)

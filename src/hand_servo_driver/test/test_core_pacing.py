@@ -1,4 +1,4 @@
-"""The frame pacing at the board: a 30 or 60 fps command stream through DriverCore stepped as the node
+"""The frame pacing at the board: a 15, 30 or 60 fps command stream through DriverCore stepped as the node
 steps it (:func:`schedule.drive`: each command, the one-shot wake at ``next_frame_at``, the 100 Hz
 control tick; every timer firing 0-0.3 ms late) on a synthetic clock, at 10 tick phases (harness:
 driver_loop). The board never sees two frames less than ``min_frame_interval_s`` (10 ms) apart - a
@@ -44,7 +44,8 @@ def _stream(fps: float, tick_phase_s: float):
         commands.append((round(stamp + tr, 7), flex(v, v, v, v, v), stamp))
     commands.sort(key=lambda c: c[0])  # a later capture may overtake: refused as out of order, counted
     ramp = []
-    for t, frames in drive(lp.core, commands, TICK_S, SECONDS + 0.1, tick_phase_s,
+    # until 0.1 s after the last command (command_timeout_s 0.15: the ramp to the safe pose is not the subject)
+    for t, frames in drive(lp.core, commands, TICK_S, commands[-1][0] + 0.1, tick_phase_s,
                            late=lambda: rng.uniform(0.0, LATE_S)):
         lp.t = t
         n = len(lp.sent)
@@ -86,7 +87,7 @@ def _figures(fps: float, phase_s: float) -> dict:
             "deferred": lp.core.stats.ramp_frames_deferred, "commands": lp.core.stats.commands}
 
 
-@pytest.mark.parametrize("fps", [30.0, 60.0])
+@pytest.mark.parametrize("fps", [15.0, 30.0, 60.0])
 def test_the_board_sees_at_most_one_frame_per_10_ms_and_the_wire_is_within_3_ms_of_the_flexion(fps):
     rows = [_figures(fps, ph) for ph in PHASES_S]
     print(f"\n{fps:g} fps, {SECONDS:g} s, transit {TRANSIT_S[0] * 1e3:g}-{TRANSIT_S[1] * 1e3:g} ms, timers up to "
@@ -111,8 +112,8 @@ def test_the_board_sees_at_most_one_frame_per_10_ms_and_the_wire_is_within_3_ms_
         assert r["ramp_err"] <= 1.0, r
         # ... as no frame moves more than max_speed_dps x max_step_s (67 µs): never a jump
         assert r["move"] <= r["move_limit"] + 1.0, r
-    if fps == 30.0:
-        # 33 ms between commands: ramp frames go between them, and one in most periods is deferred to
+    if fps <= 30.0:
+        # 33 or 67 ms between commands: ramp frames go between them, and one in most periods is deferred to
         # the next command's latest expected arrival (without it the wire p95 is +7 ms at some phases)
         assert all(r["pulses"] >= 2.5 * r["commands"] for r in rows)
         assert all(r["deferred"] >= 0.2 * r["commands"] for r in rows)
