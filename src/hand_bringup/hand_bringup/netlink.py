@@ -170,6 +170,15 @@ def joint_state_in_frame(frame: bytes) -> tuple[float, int, str] | None:
     """(capture stamp s, offset of ``header.stamp.sec`` in the frame, CDR byte order ``<``/``>``)
     of the first user RTPS DATA in ``frame`` that is a ``sensor_msgs/JointState`` naming exactly
     the five digits (:data:`hand_common.contract.FINGER_NAMES`), else None. Never raises."""
+    found = joint_states_in_frame(frame)
+    return found[0] if found else None
+
+
+def joint_states_in_frame(frame: bytes) -> list[tuple[float, int, str]]:
+    """Every such JointState in ``frame`` (see :func:`joint_state_in_frame`), in order: one UDP
+    datagram can carry several DATA submessages (Fast DDS packs the backlog it resends after an
+    outage into one). Never raises."""
+    out = []
     for start, stop in _rtps_data_payloads(frame):
         try:
             if stop - start < 24 or frame[start] != 0 or frame[start + 1] not in (0, 1):
@@ -188,25 +197,124 @@ def joint_state_in_frame(frame: bytes) -> tuple[float, int, str] | None:
                 name, p = _cdr_string(frame, p, base, end)
                 names.append(name)
             if tuple(names) == tuple(contract.FINGER_NAMES):
-                return sec + nsec * 1e-9, base, end
+                out.append((sec + nsec * 1e-9, base, end))
         except (struct.error, ValueError, UnicodeDecodeError):
             continue
-    return None
+    return out
 
 
 def shift_joint_state_stamp(frame: bytes, offset_s: float) -> bytes:
-    """``frame`` with the JointState capture stamp moved by ``offset_s`` (the UDP checksum set to 0,
-    "none", which IPv4 allows); other frames unchanged."""
-    found = joint_state_in_frame(frame)
-    if found is None or not offset_s:
+    """``frame`` with every JointState capture stamp in it moved by ``offset_s`` (the UDP checksum
+    set to 0, "none", which IPv4 allows); other frames unchanged."""
+    found = joint_states_in_frame(frame)
+    if not found or not offset_s:
         return frame
-    stamp, at, end = found
-    ns = round((stamp + offset_s) * 1e9)
     buf = bytearray(frame)
-    struct.pack_into(end + "iI", buf, at, ns // 1_000_000_000, ns % 1_000_000_000)
+    for stamp, at, end in found:
+        ns = round((stamp + offset_s) * 1e9)
+        struct.pack_into(end + "iI", buf, at, ns // 1_000_000_000, ns % 1_000_000_000)
     udp, _ = _udp_payload(frame)  # type: ignore[misc]
     struct.pack_into("!H", buf, udp + 6, 0)
     return bytes(buf)
+
+
+def _ipv4_fragment(frame: bytes) -> tuple[tuple, int, bool, int] | None:
+    """(datagram key, payload offset in the datagram, more fragments follow, IP header end) of an IPv4
+    fragment, None for any other frame (an unfragmented datagram included)."""
+    if len(frame) < 34 or struct.unpack_from("!H", frame, 12)[0] != ETH_P_IP:
+        return None
+    flags = struct.unpack_from("!H", frame, 20)[0]
+    if not flags & 0x3FFF:
+        return None
+    ihl = (frame[14] & 0x0F) * 4
+    key = (frame[26:30], frame[30:34], frame[18:20], frame[23])
+    return key, (flags & 0x1FFF) * 8, bool(flags & 0x2000), 14 + ihl
+
+
+def _whole_datagram(fragments: Sequence[bytes]) -> tuple[bytes, list[tuple[int, int, int]]]:
+    """The unfragmented frame of a datagram's complete ``fragments`` (in offset order): the first
+    one's Ethernet + IP header (fragment fields cleared, length set), then every payload; and per
+    fragment (its payload's offset in the whole frame, its length, its IP header end)."""
+    parts, out = [], []
+    first = _ipv4_fragment(fragments[0])
+    head = bytearray(fragments[0][:first[3]])
+    pos = len(head)
+    for f in fragments:
+        _, _, _, hdr = _ipv4_fragment(f)
+        parts.append(f[hdr:])
+        out.append((pos, len(f) - hdr, hdr))
+        pos += len(f) - hdr
+    struct.pack_into("!H", head, 20, 0)
+    struct.pack_into("!H", head, 16, pos - 14)
+    return bytes(head) + b"".join(parts), out
+
+
+class FragmentJoiner:
+    """Holds the IPv4 fragments of a datagram until all of them are in, so that a datagram larger than
+    the link's MTU is seen whole (Fast DDS resends an outage's backlog as one datagram of several
+    samples, which IP fragments: unjoined, its samples crossed with their stamps unmoved and unlogged).
+    Fragments leave a host back to back; a datagram incomplete after ``max_age_s`` is let go as is."""
+
+    def __init__(self, max_age_s: float = 0.5):
+        self.max_age_s = float(max_age_s)
+        self._held: dict[tuple, tuple[float, list[tuple[int, bool, bytes]]]] = {}
+
+    def add(self, frame: bytes, now: float) -> list[bytes] | None:
+        """None: ``frame`` is no fragment (it goes alone). Else the fragments to send now, in offset
+        order: [] while the datagram is incomplete, all of them once it is (or the stale ones)."""
+        info = _ipv4_fragment(frame)
+        out: list[bytes] = []
+        for key in [k for k, (t, _) in self._held.items() if now - t > self.max_age_s]:
+            out += [f for _, _, f in sorted(self._held.pop(key)[1], key=lambda x: x[0])]
+        if info is None:
+            return out + [frame] if out else None
+        key, offset, more, hdr = info
+        t0, parts = self._held.setdefault(key, (now, []))
+        parts.append((offset, more, frame))
+        parts.sort(key=lambda x: x[0])
+        end = 0
+        for off, _, f in parts:
+            if off != end:
+                return out
+            end = off + len(f) - _ipv4_fragment(f)[3]
+        if parts[-1][1]:  # the last one is still to come
+            return out
+        del self._held[key]
+        return out + [f for _, _, f in parts]
+
+
+def fragments_joint_states(fragments: Sequence[bytes]) -> list[float]:
+    """Capture stamps of the JointStates in a datagram's complete ``fragments`` (or one frame)."""
+    if len(fragments) == 1 and _ipv4_fragment(fragments[0]) is None:
+        return [st for st, _, _ in joint_states_in_frame(fragments[0])]
+    whole, _ = _whole_datagram(fragments)
+    return [st for st, _, _ in joint_states_in_frame(whole)]
+
+
+def shift_fragments_stamps(fragments: Sequence[bytes], offset_s: float) -> list[bytes]:
+    """:func:`shift_joint_state_stamp` for a datagram in IP fragments (complete, in offset order): each
+    stamp's 8 bytes are moved where they lie, across a fragment boundary too; the UDP checksum (first
+    fragment) set to 0."""
+    if len(fragments) == 1 and _ipv4_fragment(fragments[0]) is None:
+        return [shift_joint_state_stamp(fragments[0], offset_s)]
+    whole, where = _whole_datagram(fragments)
+    found = joint_states_in_frame(whole)
+    if not found or not offset_s:
+        return list(fragments)
+    bufs = [bytearray(f) for f in fragments]
+
+    def put(pos: int, data: bytes) -> None:
+        for i, b in enumerate(data):
+            for k, (start, n, hdr) in enumerate(where):
+                if start <= pos + i < start + n:
+                    bufs[k][hdr + pos + i - start] = b
+                    break
+
+    for stamp, at, end in found:
+        ns = round((stamp + offset_s) * 1e9)
+        put(at, struct.pack(end + "iI", ns // 1_000_000_000, ns % 1_000_000_000))
+    put(where[0][0] + 6, b"\0\0")  # the UDP checksum: "none"
+    return [bytes(b) for b in bufs]
 
 
 # --- the forwarder process ---------------------------------------------------------------------------
@@ -224,8 +332,9 @@ class Forwarder:
     def __init__(self, fd_a: int, fd_b: int, seed: int, log: TextIO):
         self.fds = {"ab": (fd_a, fd_b), "ba": (fd_b, fd_a)}
         self.policies = {"ab": LinkPolicy(seed), "ba": LinkPolicy(seed + 1)}
+        self.joiners = {"ab": FragmentJoiner(), "ba": FragmentJoiner()}
         self.log = log
-        self.queue: list[tuple[float, int, str, bytes, dict | None]] = []
+        self.queue: list[tuple[float, int, str, bytes, list[dict]]] = []
         self.cv = threading.Condition()
         self.n = 0
         self.counts = {"ab": [0, 0], "ba": [0, 0]}  # forwarded, dropped
@@ -253,21 +362,28 @@ class Forwarder:
                     continue
                 now = time.monotonic()
                 d = by_fd[fd]
-                js = joint_state_in_frame(frame)
+                held = self.joiners[d].add(frame, now)
+                frames = [frame] if held is None else held
+                if not frames:
+                    continue  # a fragment: held until its datagram is complete
+                # one record per JointState: a datagram may carry several (a resent backlog)
+                recs = [{"ev": "js", "dir": d, "mono": now, "stamp": st} for st in fragments_joint_states(frames)]
                 with self.cv:
                     policy = self.policies[d]
-                    at = policy.decide(now)
                     if d == "ab" and policy.faults.stamp_offset_s:
-                        frame = shift_joint_state_stamp(frame, policy.faults.stamp_offset_s)
-                    rec = {"ev": "js", "dir": d, "mono": now, "stamp": js[0]} if js else None
-                    if at is None:
-                        self.counts[d][1] += 1
-                        if rec:
+                        frames = shift_fragments_stamps(frames, policy.faults.stamp_offset_s)
+                    fates = [policy.decide(now) for _ in frames]  # each fragment (frame) its own fate
+                    if None in fates:  # the datagram is lost (the receiver drops an incomplete one)
+                        for rec in recs:
                             rec["out"] = None
                             self._write(rec)
-                        continue
-                    self.n += 1
-                    heapq.heappush(self.queue, (at, self.n, d, frame, rec))
+                        recs = []
+                    for i, (f, at) in enumerate(zip(frames, fates)):
+                        if at is None:
+                            self.counts[d][1] += 1
+                            continue
+                        self.n += 1
+                        heapq.heappush(self.queue, (at, self.n, d, f, recs if i == len(frames) - 1 else []))
                     self.cv.notify()
 
     def write_loop(self) -> None:
@@ -278,7 +394,7 @@ class Forwarder:
                     self.cv.wait(timeout)
                     if self.stop.is_set():
                         return
-                _, _, d, frame, rec = heapq.heappop(self.queue)
+                _, _, d, frame, recs = heapq.heappop(self.queue)
             try:
                 os.write(self.fds[d][1], frame)
                 self.counts[d][0] += 1
@@ -286,8 +402,9 @@ class Forwarder:
             except OSError:  # the far side's interface is down: the frame is lost
                 self.counts[d][1] += 1
                 ok = False
-            if rec:
-                rec["out"] = time.monotonic() if ok else None
+            out = time.monotonic() if ok else None
+            for rec in recs:
+                rec["out"] = out
                 self._write(rec)
 
 

@@ -16,7 +16,12 @@ import time
 import pytest
 
 from hand_bringup import two_host_rig as rig
-from hand_bringup.netlink import LinkFaults, joint_state_in_frame, shift_joint_state_stamp
+from hand_bringup.netlink import (
+    LinkFaults,
+    joint_state_in_frame,
+    joint_states_in_frame,
+    shift_joint_state_stamp,
+)
 
 VIDEO = "/work/shared/media/human_hand_video.mp4"
 _WHY = rig.problem()
@@ -90,12 +95,14 @@ def test_two_hosts_over_a_bad_link(tmp_path):
     assert steps and rig.count_jumps(steps, BOUND, SAFE_BOUND) == 0
 
 
-def _frame(payload: bytes) -> bytes:
+def _frame(*payloads: bytes) -> bytes:
     import struct
 
     rtps = b"RTPS" + bytes([2, 3, 1, 15]) + bytes(12)
-    body = struct.pack("<HH", 0, 16) + bytes(4) + bytes([0, 0, 1, 0x03]) + struct.pack("<iI", 0, 1) + payload
-    sub = bytes([0x15, 0x05]) + struct.pack("<H", len(body)) + body
+    sub = b""
+    for payload in payloads:  # one DATA submessage each (the last one's length may be 0: "to the end")
+        body = struct.pack("<HH", 0, 16) + bytes(4) + bytes([0, 0, 1, 0x03]) + struct.pack("<iI", 0, 1) + payload
+        sub += bytes([0x15, 0x05]) + struct.pack("<H", len(body)) + body
     udp_len = 8 + len(rtps) + len(sub)
     ip = bytes([0x45, 0]) + struct.pack("!H", 20 + udp_len) + bytes(4) + bytes([64, 17]) + bytes(2) + bytes(8)
     udp = struct.pack("!HHHH", 7400, 7411, udp_len, 0xBEEF)
@@ -139,6 +146,57 @@ def test_joint_state_found_and_its_stamp_shifted_in_an_rtps_frame():
     assert joint_state_in_frame(bytes(builtin)) is None
     assert joint_state_in_frame(frame[:70]) is None
     assert shift_joint_state_stamp(frame[:70], 2.0) == frame[:70]
+    # a datagram with several DATA submessages (Fast DDS resends a backlog so): every stamp moves
+    batch = _frame(*(_joint_state(1000 + i, 0, contract.FINGER_NAMES) for i in range(3)))
+    assert [s for s, _, _ in joint_states_in_frame(batch)] == [1000.0, 1001.0, 1002.0]
+    assert [s for s, _, _ in joint_states_in_frame(shift_joint_state_stamp(batch, -2.0))] == [998.0, 999.0, 1000.0]
+    assert joint_state_in_frame(batch)[0] == 1000.0
+
+
+def _fragment(frame: bytes, size: int) -> list[bytes]:
+    """``frame`` (Ethernet + IPv4 + UDP) cut into IP fragments of ``size`` payload bytes (a multiple of 8)."""
+    import struct
+
+    head, payload = frame[:34], frame[34:]
+    out = []
+    for off in range(0, len(payload), size):
+        part = payload[off:off + size]
+        h = bytearray(head)
+        more = off + size < len(payload)
+        struct.pack_into("!H", h, 20, (0x2000 if more else 0) | off // 8)
+        struct.pack_into("!H", h, 16, 20 + len(part))
+        out.append(bytes(h) + part)
+    return out
+
+
+def test_a_datagram_in_ip_fragments_is_joined_and_every_stamp_in_it_shifted():
+    """Fast DDS resends an outage's backlog as one datagram of several samples, larger than the MTU:
+    IP fragments it. The forwarder joins the fragments, finds every JointState, moves each stamp where
+    its bytes lie (across a fragment boundary too) and sends the fragments on (bench_link's clock
+    session: unjoined, the backlog crossed with the real stamps, the driver followed one 2 s 'newer' at
+    -2 s and refused the stream after it as out of order, then late, until a clock rebase)."""
+    from hand_bringup.netlink import FragmentJoiner, fragments_joint_states, shift_fragments_stamps
+    from hand_common import contract
+
+    whole = _frame(*(_joint_state(1000 + i, 500_000_000, contract.FINGER_NAMES) for i in range(6)))
+    for size in (96, 104, 200):  # cuts at many places, stamps straddling boundaries among them
+        frags = _fragment(whole, size)
+        assert len(frags) >= 3 and joint_state_in_frame(frags[0]) is None  # a fragment alone: not found
+        for order in (frags, frags[::-1], frags[1:] + frags[:1]):
+            j = FragmentJoiner()
+            got = [j.add(f, 0.0) for f in order]
+            assert all(g == [] for g in got[:-1]) and got[-1] == frags  # all at once, in offset order
+        assert fragments_joint_states(frags) == [1000.5 + i for i in range(6)]
+        shifted = shift_fragments_stamps(frags, -2.0)
+        assert fragments_joint_states(shifted) == [998.5 + i for i in range(6)]
+        assert shifted[0][34 + 6:34 + 8] == b"\0\0"  # UDP checksum "none"
+        assert [len(f) for f in shifted] == [len(f) for f in frags]
+    # not a fragment: goes alone; an incomplete datagram is let go after max_age_s
+    j = FragmentJoiner(max_age_s=0.5)
+    assert j.add(whole, 0.0) is None
+    first = _fragment(whole, 104)[0]
+    assert j.add(first, 0.0) == [] and j.add(whole, 1.0) == [first, whole]
+    assert fragments_joint_states([whole]) == [1000.5 + i for i in range(6)]
 
 
 def test_link_policy_is_seeded_and_does_what_it_is_told():
