@@ -77,6 +77,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hand_tracking.geometry import cross3
+
 SITE_NAMES: tuple[str, ...] = (
     "index proximal phalanx", "index middle phalanx", "index tip", "middle tip", "ring tip",
     "little tip", "little DIP crease", "little PIP crease", "little MCP crease", "distal palmar crease",
@@ -169,7 +171,7 @@ def kapandji(landmarks: np.ndarray, config: KapandjiConfig | None = None,
         sites = (_DEFAULT_SITES if config is None else site_matrix(config)) @ p
     touch = 0.25 if config is None else config.touch
     width = float(np.linalg.norm(p[INDEX_MCP] - p[LITTLE_MCP]))
-    normal = np.cross(p[INDEX_MCP] - p[WRIST], p[LITTLE_MCP] - p[WRIST])
+    normal = cross3(p[INDEX_MCP] - p[WRIST], p[LITTLE_MCP] - p[WRIST])
     nn = float(np.linalg.norm(normal))
     if width < 1e-9 or nn < 1e-12:
         return bad
@@ -217,7 +219,7 @@ def image_points(image: np.ndarray, size: tuple[int, int]) -> tuple[np.ndarray, 
     if p.shape != (21, 3) or w <= 0 or h <= 0 or not np.all(np.isfinite(p)):
         return bad
     px = p * np.array([w, h, w], dtype=float)
-    n = np.cross(px[INDEX_MCP] - px[WRIST], px[LITTLE_MCP] - px[WRIST])
+    n = cross3(px[INDEX_MCP] - px[WRIST], px[LITTLE_MCP] - px[WRIST])
     nn = float(np.linalg.norm(n))
     if nn < 1e-9:
         return bad
@@ -297,13 +299,13 @@ def _palm_axes(p: np.ndarray) -> np.ndarray:
     normal. ValueError for a degenerate palm."""
     x = p[LITTLE_MCP] - p[INDEX_MCP]
     y = 0.5 * (p[INDEX_MCP] + p[LITTLE_MCP]) - p[WRIST]
-    z = np.cross(x, y)
+    z = cross3(x, y)
     nz = float(np.linalg.norm(z))
     if nz < 1e-12 or float(np.linalg.norm(y)) < 1e-12:
         raise ValueError("degenerate palm")
     z /= nz
     y = y / np.linalg.norm(y)
-    return np.column_stack([np.cross(y, z), y, z])
+    return np.column_stack([cross3(y, z), y, z])
 
 
 #: Thumb landmarks CMC, MCP, IP, tip.
@@ -321,7 +323,7 @@ def _move_thumb(world: np.ndarray, target: np.ndarray) -> np.ndarray:
     if na < 1e-9 or nb < 1e-9:
         return out
     ua, ub = a / na, b / nb
-    v, c = np.cross(ua, ub), float(ua @ ub)
+    v, c = cross3(ua, ub), float(ua @ ub)
     if c > -0.999:
         k = np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
         rot = np.eye(3) + k + k @ k / (1.0 + c)
