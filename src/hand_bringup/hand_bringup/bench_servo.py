@@ -176,6 +176,14 @@ def replay_driver(commands: Sequence[tuple[float, Mapping[str, float], float]], 
     (:func:`hand_servo_driver.schedule.drive`: each command, each frame when due, the control tick
     every ``tick_s``): what reaches the wire when nothing on the machine is late. The rate
     limit's cost in capture → horn at target, independent of the machine's load."""
+    return replay_core(commands, config, channels, tick_s)[1]
+
+
+def replay_core(commands: Sequence[tuple[float, Mapping[str, float], float]], config, channels: int = 5,
+                tick_s: float = 0.01, tick_phase_s: float = 0.0) -> tuple[Any, list[dict[str, Any]]]:
+    """:func:`replay_driver` with the tick ``tick_phase_s`` (s) after one ``tick_s`` before the
+    first command; returns the core too (its ``wire_latency``: capture → wire per command, s)
+    and the board records until :data:`HORN_HORIZON_S` after the last command."""
     from hand_servo_driver.core import DriverCore
     from hand_servo_driver.schedule import drive
 
@@ -184,8 +192,8 @@ def replay_driver(commands: Sequence[tuple[float, Mapping[str, float], float]], 
     outputs: list[int | None] = [None] * channels
     records: list[dict[str, Any]] = []
     if not commands:
-        return records
-    t0 = commands[0][0] - tick_s
+        return core, records
+    t0 = commands[0][0] - tick_s + tick_phase_s
     core.on_link_up(t0)
     core.activate()
     for t, frames in drive(core, commands, tick_s, commands[-1][0] + HORN_HORIZON_S, tick_phase_s=t0):
@@ -194,4 +202,4 @@ def replay_driver(commands: Sequence[tuple[float, Mapping[str, float], float]], 
                 for ch, us in p.decode_set_pulses(f.payload, channels):
                     outputs[ch] = us
                 records.append({"event": "frame", "t": t, "mono": t, "outputs": list(outputs)})
-    return records
+    return core, records

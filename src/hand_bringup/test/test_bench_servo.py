@@ -96,3 +96,39 @@ def test_replay_driver_ramps_at_max_speed_and_the_horn_follows():
     ramp = [r["t"] for r in recs if 0.5 <= r["t"] <= first_full]
     gaps = np.diff(ramp)
     assert gaps.min() >= 0.01 - 1e-9 and gaps.max() <= 0.04 / 3 + 1e-9
+
+
+def test_bench_servo_replay_reads_a_runs_bag_and_prints_the_wire_by_tick_phase(tmp_path, capsys):
+    """A recorded 30 fps command stream (log time 3-9 ms after each capture, seeded) through the
+    replay: every command back in log-time order, and at each of 10 tick phases the capture → wire
+    p95 within 3 ms of the capture → flexion p95 (issue 26), printed."""
+    from rclpy.serialization import serialize_message
+    from rosbags.typesys import Stores, get_typestore
+    from sensor_msgs.msg import JointState
+
+    from hand_bringup import bench_servo_replay
+    from hand_common.bag import BagWriter
+    from hand_common.contract import FINGER_NAMES, TOPIC_TARGET_FLEXIONS
+
+    rng = np.random.default_rng(26)
+    t0 = 1_700_000_000.0
+    sent = []
+    with BagWriter(tmp_path / "bag", get_typestore(Stores.ROS2_JAZZY)) as w:
+        w.add(TOPIC_TARGET_FLEXIONS, "sensor_msgs/msg/JointState")
+        for k in range(180):  # 6 s; a hand closing and opening twice a second
+            stamp = t0 + k / 30.0
+            v = 0.5 - 0.5 * np.cos(2 * np.pi * 2.0 * k / 30.0)
+            m = JointState(name=list(FINGER_NAMES), position=[float(v)] * 5)
+            m.header.stamp.sec, m.header.stamp.nanosec = int(stamp), int(round((stamp % 1) * 1e9))
+            log_ns = int(round((stamp + rng.uniform(0.003, 0.009)) * 1e9))
+            w.write(TOPIC_TARGET_FLEXIONS, log_ns, serialize_message(m))
+            sent.append(log_ns)
+    commands, frames, flexions = bench_servo_replay.bag_run(tmp_path / "bag")
+    assert [round(c[0] * 1e9) for c in commands] == pytest.approx(sent, abs=1000) and frames == []
+    assert len(flexions) == 180
+    assert bench_servo_replay.main([str(tmp_path / "bag")]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.startswith(" ") and line.split()[0][0].isdigit()]
+    assert len(rows) == 10
+    assert all(float(r[3]) <= 3.0 for r in rows), out
+    assert "load average" in out
