@@ -10,7 +10,9 @@ motors go, so a retargeting that leaves 32 mm in a ring pinch is at the robot's 
 - **Kapandji levels**: per level 1-10, the smallest in-plane thumb tip - site distance in palm
   widths, the quantity :func:`~hand_retarget.kapandji.robot_kapandji` compares with its touch
   radius (NaN where the hand has no site: no little finger); a level is *expressible* when that
-  minimum is within the touch radius.
+  minimum is within the touch radius, and *expressible by touch*
+  (:meth:`Reach.expressible_touching`, what the acceptance judges by) when a fingertip level
+  (3-6) has its pinch within reach in 3-D as well.
 
 Search. Only the joints that move the two points take part: the thumb's independent joints and
 those of the site's digit (a fingertip, a phalanx side or crease: that digit; the palmar crease:
