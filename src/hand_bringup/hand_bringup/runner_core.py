@@ -237,7 +237,7 @@ class Runner:
         from hand_common.probe import RosProbe
 
         if self.probe is None:
-            self.probe = RosProbe("hand_runner")
+            self.probe = RosProbe("hand_runner", events=True)
         names = {s.name for s in self.specs}
         end = time.monotonic() + (self.DISCOVERY_WAIT_S if wait_s is None else wait_s)
         found: set[str] = set()
@@ -300,7 +300,7 @@ class Runner:
         from hand_common.probe import RosProbe
 
         if self.probe is None:
-            self.probe = RosProbe("hand_runner")
+            self.probe = RosProbe("hand_runner", events=True)
         if self.cfg.record:
             self._start_recording()
         self.monitor.subscribe(self.probe.node)

@@ -41,10 +41,29 @@ IDEMPOTENT_SERVICES = (GetParameters, SetParameters, ListParameters, DescribePar
                        GetState, GetAvailableStates, GetAvailableTransitions)
 
 
-class RosProbe:
-    """A test-side node spun in a background thread: subscribe, publish, call services."""
+def make_executor(events: bool) -> Any:
+    """The executor a probe spins: rclpy's EventsExecutor when ``events`` and this rclpy has it
+    (``rclpy.experimental``, Jazzy 7.1.4 and later), else a SingleThreadedExecutor. Measured for a
+    runner-like node (40 service clients, 16 subscriptions, 400 messages/s, 2 cores at load 17):
+    357 us of CPU per callback with the SingleThreadedExecutor, which rebuilds its wait set from
+    every entity in Python for each wait, 81 us with the EventsExecutor. Its 7.1.4-7.1.10 releases
+    do not run ``async`` service/subscription callbacks (a probe has none)."""
+    if events:
+        try:
+            from rclpy.experimental import EventsExecutor
+        except ImportError:  # an rclpy before 7.1.4
+            pass
+        else:
+            return EventsExecutor()
+    return SingleThreadedExecutor()
 
-    def __init__(self, name: str = "test_probe", attempt_timeout: float = ATTEMPT_TIMEOUT):
+
+class RosProbe:
+    """A test-side node spun in a background thread: subscribe, publish, call services.
+    ``events``: spin it with rclpy's EventsExecutor (:func:`make_executor`): the runner's probe
+    receives every recorded message (hundreds a second)."""
+
+    def __init__(self, name: str = "test_probe", attempt_timeout: float = ATTEMPT_TIMEOUT, events: bool = False):
         ensure_local_discovery()
         if not rclpy.ok():
             # No rclpy signal handlers: Ctrl-C stays a KeyboardInterrupt for the caller (the runner),
@@ -54,7 +73,7 @@ class RosProbe:
         self.attempt_timeout = attempt_timeout
         self._clients: dict[tuple[Any, str], Any] = {}
         self._lifecycle = LifecycleClient(self.node, attempt_timeout=attempt_timeout)
-        self._executor = SingleThreadedExecutor()
+        self._executor = make_executor(events)
         self._executor.add_node(self.node)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._spin, daemon=True)
