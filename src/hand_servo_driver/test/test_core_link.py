@@ -376,7 +376,7 @@ def test_the_safe_pose_stays_on_the_open_side():
 
 def test_capture_to_wire_latency_per_command_exact():
     """Each followed command's capture stamp → the frame that carries it: at once (arrival − stamp
-    + 0), after a frame the cap held (the next tick's), never for a command the deadband kept off
+    + 0), after a frame the cap held (10 ms after that frame), never for a command the deadband kept off
     the wire; a newer command replacing a held one counts from its own stamp."""
     lp = Loop(config(min_frame_interval_s=0.01, deadband_deg=2.0, command_timeout_s=1.0, max_speed_dps=1e5))
     lp.core.activate()
