@@ -138,9 +138,21 @@ def test_watchdog_goes_to_safe_pose_within_its_timeout(board):
     finally:
         host.close()
     dt = trip["mono"] - t_last
-    assert 0.300 <= dt <= 0.420, f"watchdog after {dt * 1000:.0f} ms (configured 300 ms)"
+    # Never early; how late a process that polls every few ms trips depends on the machine's load, so the
+    # exact trip time is asserted on the board logic below, not on this process's wall clock.
+    assert dt >= 0.300, f"watchdog after {dt * 1000:.0f} ms (configured 300 ms)"
+    print(f"\nsimulated board's watchdog tripped {dt * 1000:.0f} ms after the last frame (configured 300 ms)")
     assert trip["outputs"] == [1000] * 5  # the board's safe pose
     assert any(s.result == p.Result.WATCHDOG and s.flags & p.Flag.WATCHDOG for s in host.statuses)
+
+
+def test_board_watchdog_trips_on_the_first_poll_past_its_timeout():
+    b = Board(BoardConfig(channels=5, watchdog_ms=300), 0)
+    b.receive(p.encode_set_pulses(1, [(0, 1800), (1, 1800)]), 1000)
+    assert b.poll(1300) == [] and b.outputs[0] == 1800  # exactly the timeout: not yet
+    replies = b.poll(1301)
+    assert len(replies) == 1 and b.outputs == list(b.config.safe_us) and b.watchdog_trips == 1
+    assert b.poll(5000) == [] and b.watchdog_trips == 1  # trips once until a valid frame
 
 
 def test_unplug_and_replug(board):
