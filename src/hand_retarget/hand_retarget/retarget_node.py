@@ -301,7 +301,9 @@ class RetargetNode(SafeLifecycleNode):
 
 
 def main(args=None) -> None:
-    sys.exit(run(RetargetNode, args))
+    # no async callbacks here: the EventsExecutor (~4x less CPU per callback; this node has ~260 a
+    # second: landmarks, 100 Hz ticks, 100 Hz measured states, the robot score)
+    sys.exit(run(RetargetNode, args, events=True))
 
 
 if __name__ == "__main__":
