@@ -101,6 +101,9 @@ class Recorder:
         #: why the bag stopped (a full disk: the file and the OS error), None while it records
         self.error: str | None = None
         self._held: dict[str, int] = {}  # after an error: what the bag holds (its committed segments)
+        self.closed = False
+        #: messages received after :meth:`close` (the run had ended; a two-host run's other side goes on)
+        self.after_close = 0
 
     def record(self, topic: str, type_name: str) -> None:
         """Record ``topic`` (ROS type name like ``sensor_msgs/msg/JointState``) from now on; a topic
@@ -142,6 +145,9 @@ class Recorder:
 
         def cb(data: bytes) -> None:
             with self._lock:
+                if self.closed:  # the run is over: another host's nodes (two-host runs) still publish
+                    self.after_close += 1
+                    return
                 if self.bag is not None:
                     try:
                         self.bag.write(topic, time.time_ns(), data)
@@ -227,7 +233,9 @@ class Recorder:
             return dict(self.bag.counts) if self.bag is not None else dict(self._held)
 
     def close(self) -> None:
+        """Close the bag; a message that arrives afterwards is counted in ``after_close``, not written."""
         with self._lock:
+            self.closed = True
             if self.bag is not None:
                 try:
                     self.bag.close()

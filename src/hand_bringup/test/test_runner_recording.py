@@ -258,3 +258,28 @@ def test_activation_waits_for_every_diagnostics_publisher(tmp_path, capsys, matc
     out = capsys.readouterr().out
     assert (f"matched no publisher on ['{contract.TOPIC_DIAGNOSTICS}']" in out) == (matched < 2)
     rec.close()
+
+
+def test_a_message_after_the_recorder_closed_is_counted_not_written(tmp_path):
+    # a two-host run: the other host's nodes still publish /diagnostics while this runner closes its
+    # bag; the callback then raised "write after close" out of the probe's executor and the run exited 1
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+
+    from hand_bringup.runner_recording import Recorder
+
+    callbacks = {}
+
+    def create_subscription(_cls, topic, cb, _qos, raw=False):
+        callbacks[topic] = cb
+        return SimpleNamespace(get_publisher_count=lambda: 1)
+
+    rec = Recorder(SimpleNamespace(create_subscription=create_subscription), tmp_path / "bag")
+    rec.record(contract.TOPIC_TARGET_FLEXIONS, "sensor_msgs/msg/JointState")
+    data = serialize_message(JointState(name=list(contract.FINGER_NAMES), position=[0.5] * 5))
+    callbacks[contract.TOPIC_TARGET_FLEXIONS](data)
+    rec.close()
+    callbacks[contract.TOPIC_TARGET_FLEXIONS](data)  # after the close: no exception
+    assert rec.after_close == 1
+    assert rec.counts()[contract.TOPIC_TARGET_FLEXIONS] == 1
+    assert topic_counts(tmp_path / "bag")[contract.TOPIC_TARGET_FLEXIONS][1] == 1
