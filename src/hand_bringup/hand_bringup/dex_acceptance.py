@@ -32,8 +32,9 @@ twin (:class:`DexSim`, simulated time). Columns:
   robot is asked to close that digit as far as the operator does, not further (``FIST_LIMIT``);
 - ``kapandji``: fraction of the frames with human level >= 3 that the robot can express on
   which the robot's level, from the twin's *measured* angles, is within +-1 of the human's
-  (>= 80 %). The robot can express a level when the same FK search brings its thumb tip within
-  the touch radius of the level's site, in the palm plane, as the robot score measures it, and for
+  (>= 80 %); the frames off by more than 1 are split by cause (:func:`kapandji_misses`: the twin
+  in transit, the retargeting catching up at an onset, or not making the gesture). The robot can
+  express a level when the same FK search brings its thumb tip within the touch radius of the level's site, in the palm plane, as the robot score measures it, and for
   a fingertip level (3-6: a pinch) also the pinch within ``PINCH_MM`` in 3-D
   (:meth:`~hand_retarget.reach.Reach.expressible_touching`: Inspire right 1-4, Inspire left 1-3 -
   its middle tip never closer than 18.6 mm -, LEAP and Allegro 1-5: no little finger, Ability
@@ -87,6 +88,8 @@ class Row:
     p95_wall_ms: float = float("nan")
     #: per robot digit: (fist ratio of the robot, the operator's own); empty: judged on fist_ratio alone
     fist_digits: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: the judged Kapandji frames off by more than 1, by cause (:func:`kapandji_misses`)
+    kapandji_misses: dict[str, int] = field(default_factory=dict)
 
     def fist_failures(self) -> list[str]:
         """The robot's digits whose fist ratio exceeds max(FIST_LIMIT, the operator's own)."""
@@ -102,6 +105,22 @@ class Row:
     def ok(self) -> bool:
         return (self.p95_ms <= 5.0 and self.open_mm <= 10.0 and all(p[3] <= PINCH_MM for p in self.pinches)
                 and not self.fist_failures() and self.kapandji_follow >= 0.8)
+
+
+def kapandji_misses(human: np.ndarray, robot: np.ndarray, target: np.ndarray, judged: np.ndarray,
+                    onset: int = 3) -> dict[str, int]:
+    """The judged frames (bool mask) whose robot level (twin's measured angles) is off the human's
+    by more than 1, by cause: ``transit`` = the target's own level (FK of the retargeted target) is
+    within +-1 (the twin is on its way), ``onset`` = the target is off too, within ``onset`` frames
+    of a change of the human level (the retargeting catching up), ``settled`` = the target is off
+    away from any change (the retargeting does not make the gesture). Levels (N,) int."""
+    human, robot, target = (np.asarray(x, dtype=int) for x in (human, robot, target))
+    miss = np.asarray(judged, dtype=bool) & (np.abs(robot - human) > 1)
+    target_ok = np.abs(target - human) <= 1
+    change = np.r_[True, human[1:] != human[:-1]]
+    near = np.array([change[max(0, i - onset):i + 1].any() for i in range(len(human))])
+    return {"transit": int(np.sum(miss & target_ok)), "onset": int(np.sum(miss & ~target_ok & near)),
+            "settled": int(np.sum(miss & ~target_ok & ~near))}
 
 
 def episodes(levels: np.ndarray, min_frames: int = 3) -> list[tuple[int, int, int]]:
@@ -205,9 +224,11 @@ def measure(robot_name: str, lm: tuple, robot_dir: str | None) -> Row:
             pinches.append((first, last, level, gap))
     sel = (human >= 3) & np.array([h not in unreachable for h in human])
     follow = float(np.mean(np.abs(robot_level[sel] - human[sel]) <= 1)) if sel.any() else float("nan")
+    target_level = np.array([pipe.robot_score(q).score for q in targets])
+    misses = kapandji_misses(human, robot_level, target_level, sel)
     return Row(robot_name, len(ts), refused, float(np.percentile(cpu_ms, 95)), open_mm, pinches,
                float(fist.max()), follow, int(sel.sum()), out_of_reach, tuple(expressible),
-               float(np.percentile(ms, 95)), fist_digits)
+               float(np.percentile(ms, 95)), fist_digits, misses)
 
 
 def human_fist(world: np.ndarray) -> np.ndarray:
@@ -246,6 +267,11 @@ def print_rows(rows: list[Row]) -> None:
         for first, last, level, mm, best in r.out_of_reach:
             print(f"    pinch frames {first}-{last} (Kapandji {level}): {mm:.1f} mm, not judged: the robot's "
                   f"closest is {best:.1f} mm (FK search)")
+        if r.kapandji_misses and any(r.kapandji_misses.values()):
+            m = r.kapandji_misses
+            print(f"    Kapandji off by > 1 on {sum(m.values())} frames: {m['transit']} twin in transit (target within +-1), "
+                  f"{m['onset']} target still off <= 3 frames after the human level changed, {m['settled']} target off "
+                  "away from a change")
         if r.expressible != tuple(range(1, 11)):
             print(f"    Kapandji levels the robot can express (FK search): {', '.join(map(str, r.expressible))}")
 

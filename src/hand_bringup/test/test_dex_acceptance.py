@@ -58,3 +58,18 @@ def test_a_fist_digit_is_judged_against_the_operators_own_where_it_stays_above_t
     finger = Row(**{**base.__dict__, "fist_digits": {"thumb": (0.5, 0.66), "index": (0.61, 0.34)}})
     assert finger.fist_failures() == ["index"]
     assert Row(**{**base.__dict__, "fist_ratio": 0.61}).fist_failures() == ["worst digit"]
+
+
+def test_kapandji_misses_are_split_into_transit_onset_and_settled():
+    """A pinch onset at frame 2 (human 0 -> 4): the target gets there at 3, the twin at 5; a settled
+    stretch 8-9 where neither target nor twin makes the human's 9; unjudged frames never count."""
+    human = np.array([0, 0, 4, 4, 4, 4, 4, 4, 9, 9, 9, 9, 9, 9])
+    target = np.array([0, 0, 1, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 9])
+    robot = np.array([0, 0, 0, 1, 1, 4, 4, 4, 0, 0, 0, 0, 0, 0])
+    judged = human >= 3
+    from hand_bringup.dex_acceptance import kapandji_misses
+
+    # 2: target off at the onset; 3-4: target right, twin on its way; 8-11: target off within 3
+    # frames of the change at 8; 12: settled; 13: the twin behind a target that made it
+    assert kapandji_misses(human, robot, target, judged) == {"transit": 3, "onset": 5, "settled": 1}
+    assert kapandji_misses(human, robot, target, np.zeros(14, bool)) == {"transit": 0, "onset": 0, "settled": 0}
