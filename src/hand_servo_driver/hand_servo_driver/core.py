@@ -277,6 +277,9 @@ class DriverCore:
             if self.age.rebases != rebases:
                 self.stats.clock_rebases += 1
                 self.forecast.reset()  # the stamps' time base moved
+                # so did the newest followed stamp's: compared with it, every command of the new base
+                # would be refused as out of order for as long as the step (a stamp 1 h ahead: 1 h)
+                self.cmd_stamp = None
             if self.cmd_stamp is not None and stamp_s < self.cmd_stamp:
                 self.stats.commands_out_of_order += 1
                 self.last_refused = f"stamped {self.cmd_stamp - stamp_s:.3f} s before the newest command followed"

@@ -86,6 +86,38 @@ def test_command_age_rebases_after_a_clock_step_but_not_for_a_burst():
     assert ex[-1] == pytest.approx(0.0, abs=1e-6)
 
 
+def _stepped_stream(step_s: float, single: bool) -> tuple[DriverCore, list[float]]:
+    """30 Hz commands for 8 s, 5 ms on the link; from the 30th the sender's stamps move by ``step_s``
+    (``single``: only the 30th, a command stamped in the future). Returns the core and the capture
+    times (our clock) of the commands followed after the 30th."""
+    core = DriverCore(config(command_timeout_s=0.15), expect_acks=False)
+    core.on_link_up(0.0)
+    core.activate()
+    followed = []
+    for k in range(240):
+        t = 1.0 + k / 30.0
+        rx = t + 0.005
+        off = step_s if k >= 30 and (not single or k == 30) else 0.0
+        if core.command(flex(0.5, 0.5, 0.5, 0.5, 0.5), rx, t + off, rx + 100.0, rx) and k > 30:
+            followed.append(t)
+        core.step(rx)
+    return core, followed
+
+
+@pytest.mark.parametrize("step_s, single", [(-60.0, False), (-5.0, False), (3600.0, True)])
+def test_a_sender_clock_step_or_a_future_stamp_blocks_commands_only_until_the_rebase(step_s, single):
+    """The sender's clock stepped back (60 s, 5 s), or one command stamped 1 h in the future: the
+    commands after it are refused (late, and stamped before the newest followed) until CommandAge
+    takes the new time base (rebase_s = 2 s of paced late commands), then followed again. Before: the
+    newest followed stamp stayed from the old base, so every command was refused as out of order
+    for as long as the step (60 s, 1 h): the hand held at the safe pose, the stream never followed."""
+    core, followed = _stepped_stream(step_s, single)
+    assert core.stats.clock_rebases == 1
+    assert followed and 1.0 + 30 / 30.0 + 2.0 <= followed[0] <= 1.0 + 30 / 30.0 + 2.2
+    assert len(followed) >= 240 - 31 - 2.2 * 30 and not core.stale
+    assert core.stats.commands_out_of_order + core.stats.commands_late <= 2.2 * 30
+
+
 def test_command_age_does_not_take_a_lossy_reliable_link_for_a_clock_step():
     """20 % loss on a reliable link: a lost command is retransmitted ~0.2-0.3 s later and the ones
     behind it are delivered with it (head-of-line blocking), for seconds. They arrive steadily late
