@@ -268,7 +268,7 @@ class JointMapperNode(SafeLifecycleNode):
 
 
 def main(args=None) -> None:
-    sys.exit(run(JointMapperNode, args))
+    sys.exit(run(JointMapperNode, args, events=True))  # no async callbacks: the EventsExecutor (node_tools.run)
 
 
 if __name__ == "__main__":

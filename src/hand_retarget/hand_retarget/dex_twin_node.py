@@ -279,7 +279,7 @@ class DexTwinNode(SafeLifecycleNode):
 
 
 def main(args=None) -> None:
-    sys.exit(run(DexTwinNode, args))
+    sys.exit(run(DexTwinNode, args, events=True))  # no async callbacks: the EventsExecutor (node_tools.run)
 
 
 if __name__ == "__main__":
