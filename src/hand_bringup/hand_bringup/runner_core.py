@@ -538,6 +538,10 @@ class Runner:
             self.recording_problems.append(dropped)
         if self.ended_early and not self.monitor.source_finished():
             self.recording_problems.append(self.ended_early)
+        if self.probe is not None and self.probe.callback_errors:
+            self.recording_problems.append(
+                f"{self.probe.callback_errors} of the runner's own callbacks (recording, monitoring) raised: "
+                + "; ".join(self.probe.callback_error_messages))
         if self.recorder is None:
             if self.probe is not None:  # the runner subscribed: it has counts
                 self.recording, problems = check_received(self.published_counts(), self.monitor.received_counts())

@@ -151,7 +151,7 @@ def test_without_a_bag_the_runner_tallies_what_it_received(tmp_path):
     from hand_bringup.runner_core import RunConfig, Runner
 
     runner = Runner(RunConfig(profile="rviz", out_dir=tmp_path, record=False))
-    runner.probe = object()  # connected (no ROS needed for the check)
+    runner.probe = SimpleNamespace(callback_errors=0)  # connected (no ROS needed for the check)
     runner.monitor.diagnostics = {"hand_tracker: tracking": {"watchdog": "finished", "frames": "533",
                                                              "flexions_published": "500"}}
     runner.monitor.landmark_msgs = 533

@@ -58,6 +58,18 @@ def make_executor(events: bool) -> Any:
     return SingleThreadedExecutor()
 
 
+class _GuardedNode(Node):
+    """The probe's node: every subscription callback is run through ``guard`` (rclpy's
+    EventsExecutor takes a callback that raises as fatal and delivers nothing more)."""
+
+    def __init__(self, name: str, guard: Callable[[Callable], Callable]) -> None:
+        super().__init__(name)
+        self._guard = guard
+
+    def create_subscription(self, msg_type, topic, callback, qos_profile, **kwargs):  # noqa: ANN001, ANN201
+        return super().create_subscription(msg_type, topic, self._guard(callback), qos_profile, **kwargs)
+
+
 class RosProbe:
     """A test-side node spun in a background thread: subscribe, publish, call services.
     ``events``: spin it with rclpy's EventsExecutor (:func:`make_executor`): the runner's probe
@@ -69,7 +81,11 @@ class RosProbe:
             # No rclpy signal handlers: Ctrl-C stays a KeyboardInterrupt for the caller (the runner),
             # and the context stays valid so it can still take the nodes down in order.
             rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
-        self.node = Node(name)
+        #: callbacks that raised (the probe goes on receiving; a user such as the runner fails its run
+        #: on them), and the first few of their messages
+        self.callback_errors = 0
+        self.callback_error_messages: list[str] = []
+        self.node = _GuardedNode(name, self.guard)
         self.attempt_timeout = attempt_timeout
         self._clients: dict[tuple[Any, str], Any] = {}
         self._lifecycle = LifecycleClient(self.node, attempt_timeout=attempt_timeout)
@@ -81,7 +97,41 @@ class RosProbe:
 
     def _spin(self) -> None:
         while not self._stop.is_set() and rclpy.ok():
-            self._executor.spin_once(timeout_sec=0.05)
+            try:
+                self._executor.spin_once(timeout_sec=0.05)
+            except Exception as exc:  # noqa: BLE001 - one bad callback must not end the spin (the probe went deaf)
+                self._count_error(exc)
+
+    def _count_error(self, exc: Exception) -> None:
+        self.callback_errors += 1
+        if len(self.callback_error_messages) < 5:
+            self.callback_error_messages.append(f"{type(exc).__name__}: {exc}")
+            import sys
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
+
+    def guard(self, callback: Callable) -> Callable:
+        """``callback`` (taking a message, or a message and its MessageInfo, as rclpy tells by its
+        signature) made to count an exception in :attr:`callback_errors` instead of raising it."""
+        import inspect
+
+        try:
+            inspect.signature(callback).bind(object())
+        except TypeError:
+            def guarded_with_info(msg: Any, info: Any) -> None:
+                try:
+                    callback(msg, info)
+                except Exception as exc:  # noqa: BLE001
+                    self._count_error(exc)
+            return guarded_with_info
+
+        def guarded(msg: Any) -> None:
+            try:
+                callback(msg)
+            except Exception as exc:  # noqa: BLE001
+                self._count_error(exc)
+        return guarded
 
     def close(self) -> None:
         self._stop.set()
