@@ -4,6 +4,21 @@ from __future__ import annotations
 
 import math
 
+#: The longest a command can plausibly have waited in our own process (s) between its reception
+#: and its callback (an executor stall; the issue-27 campaign's were 0.2-0.5 s). A reception stamp
+#: that says longer is not on our system clock (an rmw reporting the sender's time or another clock,
+#: our clock stepped forward in between): ignored, the callback time is the arrival. Dropping it is
+#: safe: a stamped command that really waited longer is still refused late by its capture stamp
+#: (once the stream set its transit base, see CommandAge).
+RECEPTION_WAIT_MAX_S = 1.0
+
+
+def reception_usable(clock_now_s: float, received_ns: int | None) -> bool:
+    """The middleware gave a reception stamp (ns) at most :data:`RECEPTION_WAIT_MAX_S` before
+    ``clock_now_s`` (s, the system clock read in the callback); one "in the future" is usable
+    (counted as now, see :func:`reception_times`)."""
+    return bool(received_ns) and received_ns > 0 and clock_now_s - received_ns * 1e-9 <= RECEPTION_WAIT_MAX_S
+
 
 def reception_times(mono_now: float, clock_now_s: float, received_ns: int | None) -> tuple[float, float]:
     """When a command arrived: ``(arrival_s, received_mono)``, on the stamps' clock (ROS time = the
@@ -14,9 +29,10 @@ def reception_times(mono_now: float, clock_now_s: float, received_ns: int | None
     the middleware does not provide it. ``mono_now`` and ``clock_now_s``: both clocks read now, in
     the callback. The time the command waited in our process (``clock_now_s - received``, an
     executor backlog) is taken off both; a reception stamp "in the future" (our system clock
-    stepped back in between) counts as now. Without a reception stamp the callback time is the
-    arrival."""
-    if not received_ns or received_ns <= 0:
+    stepped back in between) counts as now. Without a usable reception stamp (none, or one
+    further back than :data:`RECEPTION_WAIT_MAX_S`: :func:`reception_usable`) the callback time is
+    the arrival."""
+    if not reception_usable(clock_now_s, received_ns):
         return float(clock_now_s), float(mono_now)
     waited = max(0.0, float(clock_now_s) - received_ns * 1e-9)
     return float(clock_now_s) - waited, float(mono_now) - waited

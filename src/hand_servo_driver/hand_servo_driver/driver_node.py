@@ -50,7 +50,7 @@ from hand_common.service_callers import ServiceCallers
 from hand_common.stats import percentiles_ms
 from hand_servo_driver import interface as iface
 from hand_servo_driver import protocol as p
-from hand_servo_driver.command_age import reception_times
+from hand_servo_driver.command_age import RECEPTION_WAIT_MAX_S, reception_times, reception_usable
 from hand_servo_driver.command_sources import CommandSources
 from hand_servo_driver.core import DriverConfigError, DriverCore
 from hand_servo_driver.driver_config import safety_problems
@@ -101,6 +101,7 @@ class ServoDriverNode(SafeLifecycleNode):
         self._diag_pub = None
         self._ignored = 0
         self._last_ignored = ""
+        self._reception_ignored = 0  # reception stamps not on our clock (reception_usable)
         self._link_was_up = False
         self._board_checked = False
         self._board_problems: list[str] = []
@@ -317,7 +318,14 @@ class ServoDriverNode(SafeLifecycleNode):
             return
         # an unstamped message (stamp 0) is judged by its arrival alone
         stamp = (msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9) or None
-        arrival, received = reception_times(now, clock_now, (info or {}).get("received_timestamp"))
+        received_ns = (info or {}).get("received_timestamp")
+        if received_ns and not reception_usable(clock_now, received_ns):
+            self._reception_ignored += 1
+            self.get_logger().warning(
+                f"a reception stamp {clock_now - received_ns * 1e-9:.3f} s before the callback (over "
+                f"{RECEPTION_WAIT_MAX_S:g} s: not our clock) ignored, the callback time taken "
+                f"({self._reception_ignored} so far)", throttle_duration_sec=5.0)
+        arrival, received = reception_times(now, clock_now, received_ns)
         if core.command(flexions, now, stamp, arrival, received):
             self._arm_deadline()
             if self._can_send():
@@ -506,6 +514,7 @@ class ServoDriverNode(SafeLifecycleNode):
             "board_boots": st.board_boots, "watchdog_trips_seen": st.board_watchdog_trips, "resyncs": st.resyncs, "resends": st.resends,
             iface.KEY_STALE: core.stale, iface.KEY_STALE_EVENTS: st.stale_events, "commands": st.commands,
             "commands_ignored": self._ignored, "last_ignored": self._last_ignored,
+            "reception_stamps_ignored": self._reception_ignored,
             "commands_inactive": st.commands_inactive, "commands_late": st.commands_late,
             "commands_out_of_order": st.commands_out_of_order, "last_refused": core.last_refused,
             iface.KEY_COMMAND_STREAM: iface.COMMAND_STREAM_DEGRADED if quality.problem else "ok",

@@ -180,6 +180,32 @@ def test_reception_times_take_the_wait_in_our_own_queue_off_both_clocks():
     assert reception_times(20.0, 1000.5, 1000_600_000_000) == (1000.5, 20.0)
 
 
+def test_a_reception_stamp_from_another_clock_is_not_taken_for_a_backlog():
+    """A reception stamp not on our system clock (an rmw giving the monotonic clock or the sender's
+    time, our clock stepped forward between reception and callback) said the command waited for
+    years: its arrival was put that far back, so every command was stale at once and the driver
+    never followed one (the safe pose held with a healthy stream). Now such a stamp is ignored
+    (the callback time), a plausible backlog (<= RECEPTION_WAIT_MAX_S) still taken off."""
+    from hand_servo_driver.command_age import RECEPTION_WAIT_MAX_S, reception_times, reception_usable
+
+    clock_now = 1.7e9
+    for other in (20_000_000_000, int((clock_now - 3600.0) * 1e9)):  # monotonic ns; the sender 1 h behind
+        assert not reception_usable(clock_now, other)
+        assert reception_times(20.0, clock_now, other) == (clock_now, 20.0)
+    waited = RECEPTION_WAIT_MAX_S - 0.01
+    assert reception_times(20.0, clock_now, int((clock_now - waited) * 1e9)) == pytest.approx(
+        (clock_now - waited, 20.0 - waited), abs=1e-6)
+    core = DriverCore(config(command_timeout_s=0.15), expect_acks=False)
+    core.on_link_up(0.0)
+    core.activate()
+    for k in range(30):  # a healthy 30 Hz stream whose reception stamps are on the monotonic clock
+        now = 20.0 + k / 30.0
+        arrival, received = reception_times(now, clock_now + k / 30.0, int(now * 1e9))
+        assert core.command(flex(0.5, 0.5, 0.5, 0.5, 0.5), now, arrival - 0.005, arrival, received)
+        core.step(now)
+        assert not core.stale and core.stale_deadline() == pytest.approx(now + 0.15)
+
+
 def _backlogged_stream(core, backlog_s: float, use_reception: bool, seconds: float = 4.0, offset: float = -2.0):
     """30 Hz commands, 5 ms on the link, each handled ``backlog_s`` after its reception (a steady
     executor backlog), the sender's clock ``offset`` from ours; returns how many were followed."""

@@ -47,4 +47,11 @@ def test_the_arrival_is_the_dds_reception_and_the_deadline_counts_from_it(driver
     mono1 = time.monotonic()
     driver._on_command(msg, {"received_timestamp": 0})
     assert core.stats.commands == 2 and mono1 <= core.cmd_time <= time.monotonic()
+    # a reception stamp on another clock (the monotonic one): ignored and counted, the callback's time
+    msg.header.stamp = driver.get_clock().now().to_msg()
+    mono2 = time.monotonic()
+    driver._on_command(msg, {"received_timestamp": time.monotonic_ns()})
+    assert core.stats.commands == 3 and mono2 <= core.cmd_time <= time.monotonic() and not core.stale
+    values = {kv.key: kv.value for kv in driver.diagnostic_status().values}
+    assert values["reception_stamps_ignored"] == "1"
     assert driver.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
