@@ -297,6 +297,10 @@ class DriverCore:
         self.flexions = {n: float(flexions[n]) for n in self.config.names}
         self.target = self.deadband.update(self.config.pulses(self.flexions))
         self.cmd_time = rx
+        # the command that went stale is no longer the one followed: this one has its own deadline
+        # (stale_deadline), the next step decides on it (a stale flag left from the last one
+        # hid it: the node armed no deadline for the first command after a stale period)
+        self.stale = False
         self._cmd_pending = True
         self._arrival_deferral = self._deferral()  # the schedule this command arrived into
         # the handling pace (not the reception's): when the next command's callback is expected

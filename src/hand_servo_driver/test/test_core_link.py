@@ -261,6 +261,30 @@ def test_the_stale_decision_counts_from_the_reception():
     assert core.cmd_time == 11.0
 
 
+def test_the_first_command_after_a_stale_period_has_its_own_deadline():
+    """After a stale decision, the next command followed (a link that comes back for one command,
+    then drops again) has a deadline at its reception + command_timeout_s: the node arms its
+    one-shot from stale_deadline() right after command(). Before, the stale flag of the previous
+    command hid it (None): no deadline armed, the decision left to the control tick (up to
+    1/rate_hz late: 1 s at the lowest rate_hz)."""
+    core = DriverCore(config(command_timeout_s=0.15), expect_acks=False)
+    core.on_link_up(0.0)
+    core.activate()
+    assert core.command(flex(0.5, 0.5, 0.5, 0.5, 0.5), 1.0, 50.0, 50.005, 1.0)
+    core.step(1.0)
+    core.step(1.2)
+    assert core.stale and core.stale_deadline() is None and core.stats.stale_events == 1
+    assert core.command(flex(0.6, 0.6, 0.6, 0.6, 0.6), 2.01, 51.0, 51.005, 2.0)
+    assert core.stale_deadline() == pytest.approx(2.15)
+    core.step(2.01)  # followed: the ramp leaves the safe pose towards it
+    assert not core.stale and not core.going_safe
+    core.step(2.149)
+    assert not core.stale
+    core.step(2.151)
+    assert core.stale and core.stats.stale_events == 2
+    assert core.stats.last_stale_late_s == pytest.approx(0.001)
+
+
 def test_a_fist_reaches_the_safe_pose_within_the_ramp_bound_after_the_decision():
     """From a fist (2000 µs) the ramp to the safe pose (1000 µs) at safe_speed_dps 600 takes
     DriverConfig.safe_ramp_bound_s() (0.15 s) after the stale decision, within one 10 ms tick (its
