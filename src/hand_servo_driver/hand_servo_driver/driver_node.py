@@ -374,7 +374,13 @@ class ServoDriverNode(SafeLifecycleNode):
         if self._deadline_timer is not None:
             self._deadline_timer.cancel()
         self._tick()
-        self._arm_deadline()  # a command followed meanwhile (the tick found it fresh): its own deadline
+        core = self._core
+        deadline = core.stale_deadline() if core is not None else None
+        # still ahead (an early wake, a new command_timeout_s): its own time. Passed and undecided (the
+        # link down: the tick does not step the core) is the control tick's once the link is back:
+        # re-armed, it would wake every DEADLINE_MARGIN_S for as long as the link stays down
+        if deadline is not None and deadline + DEADLINE_MARGIN_S > time.monotonic():
+            self._arm_deadline()
 
     def _now_ms(self, now: float) -> int:
         return int((now - self._t0) * 1000.0) & 0xFFFFFFFF
