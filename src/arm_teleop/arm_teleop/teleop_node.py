@@ -295,7 +295,7 @@ class TeleopNode(SafeLifecycleNode):
 
 
 def main(args=None) -> None:
-    sys.exit(run(TeleopNode, args))
+    sys.exit(run(TeleopNode, args, events=True))  # no async callbacks: the EventsExecutor (node_tools.run)
 
 
 if __name__ == "__main__":

@@ -217,7 +217,7 @@ class TwinNode(SafeLifecycleNode):
 
 
 def main(args=None) -> None:
-    sys.exit(run(TwinNode, args))
+    sys.exit(run(TwinNode, args, events=True))  # no async callbacks: the EventsExecutor (node_tools.run)
 
 
 if __name__ == "__main__":
