@@ -359,7 +359,14 @@ class DriverCore:
         if (not self._cmd_pending and self.last_sent is not None
                 and round_us(self.limiter.value) == round_us(goal) == self.last_sent):
             return None
-        return self._frame_due()
+        due = self._frame_due()
+        if self._cmd_pending and self._drive_t is not None and due <= self._drive_t:
+            # overdue, but the last step's move (a command just after a step from rest) rounded to the
+            # pulses the board has: due once the fastest moving servo moved 1 µs, not at the next tick
+            rates = self.config.safe_rates_us() if self.going_safe else self.config.rates_us()
+            moving = np.abs(np.asarray(goal, dtype=float) - self.limiter.value) >= 0.5
+            due = self._drive_t + 1.0 / float(np.max(rates[moving] if moving.any() else rates))
+        return due
 
     def step(self, now: float) -> list[bytes]:
         """Advance to ``now`` and return the frames to write (possibly none): called for each

@@ -285,6 +285,29 @@ def test_the_first_command_after_a_stale_period_has_its_own_deadline():
     assert core.stats.last_stale_late_s == pytest.approx(0.001)
 
 
+def test_a_command_just_after_a_step_from_rest_is_due_when_its_first_microsecond_is():
+    """At rest, a command 0.2 ms after a control tick: the step it gets moves the limiter 0.3 us
+    (300 deg/s), which rounds to the pulses the board has, so no frame; next_frame_at() named the
+    frame interval after the last frame, already past, and the node armed no wake: the command
+    waited for the next tick (9.8 ms at 100 Hz). Now it is due when the limiter has moved 1 us."""
+    core = DriverCore(config(command_timeout_s=0.15, min_frame_interval_s=0.01), expect_acks=False)
+    core.on_link_up(0.0)
+    core.activate()
+    core.command(flex(0.5, 0.5, 0.5, 0.5, 0.5), 0.0, 10.0, 10.005, 0.0)
+    for k in range(1, 101):  # at rest after the ramp; the last step (a tick) at 1.0
+        core.step(k / 100.0)
+    assert core.next_frame_at() is None
+    now = 1.0002
+    assert core.command(flex(0.6, 0.6, 0.6, 0.6, 0.6), now, 11.0, 11.005, now)
+    assert core.step(now) == []
+    due = core.next_frame_at()
+    one_us = 1.0 / float(np.max(core.config.rates_us()))
+    assert due == pytest.approx(now + one_us) and now < due < now + 0.001
+    frames = core.step(due)
+    assert [p.Parser().feed(f, 0)[0].type for f in frames] == [p.MsgType.SET_PULSES]
+    assert core.wire_latency[-1] == pytest.approx(0.005 + one_us)
+
+
 def test_a_fist_reaches_the_safe_pose_within_the_ramp_bound_after_the_decision():
     """From a fist (2000 µs) the ramp to the safe pose (1000 µs) at safe_speed_dps 600 takes
     DriverConfig.safe_ramp_bound_s() (0.15 s) after the stale decision, within one 10 ms tick (its
