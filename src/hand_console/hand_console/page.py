@@ -67,7 +67,8 @@ class Controls:
 
 class ConsolePage:
     """The page: camera, gate, flexion bars and plot, figures, calibration, parameters, replay
-    timeline, and the robots' URDFs in the 3D scene."""
+    timeline, and the robots' URDFs in the 3D scene. Served on ``host``:``port`` exactly (0: a
+    free port, then ``self.port``); OSError when that port is taken."""
 
     def __init__(self, host: str = LOCALHOST, port: int = DEFAULT_PORT, *, title: str = "hand console",
                  controls: Controls | None = None, sliders: Sequence[tuple[SliderSpec, float]] = (),
@@ -79,6 +80,12 @@ class ConsolePage:
         self.history_s = history_s
         self.server = viser.ViserServer(host=host, port=port, label=title, verbose=False)
         self.host, self.port = host, self.server.get_port() if hasattr(self.server, "get_port") else port
+        if port and self.port != port:
+            # viser moves on to the next free port when the one asked for is taken: the address the
+            # runner printed would then show another program's page (or nothing)
+            self.server.stop()
+            raise OSError(f"port {port} on {host} is in use (viser would have served on {self.port}): stop "
+                          "what holds it or choose another port (--console-port / console_port:=)")
         gui = self.server.gui
         gui.configure_theme(control_layout="fixed", control_width="large", show_logo=False,
                             show_share_button=False)

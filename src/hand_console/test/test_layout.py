@@ -82,3 +82,20 @@ def test_the_3d_view_frames_the_robots():
         assert 0.05 < np.linalg.norm(position - look_at) < 1.0
     finally:
         page.close()
+
+
+def test_a_taken_port_is_refused_not_moved_to_the_next_one():
+    """viser serves on the next free port when the one asked for is taken: the printed address
+    (--console-port) would show another program's page. The page refuses instead."""
+    import socket
+
+    import pytest
+
+    from hand_console.page import ConsolePage
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(OSError, match=rf"^port {port} on 127\.0\.0\.1 is in use \(viser would have served on "):
+            ConsolePage("127.0.0.1", port)
