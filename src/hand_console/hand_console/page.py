@@ -10,6 +10,8 @@ prints the warning): anyone who reaches the page can recalibrate and move the ro
 
 from __future__ import annotations
 
+import contextlib
+import io
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -78,7 +80,11 @@ class ConsolePage:
 
         self.controls = controls or Controls()
         self.history_s = history_s
-        self.server = viser.ViserServer(host=host, port=port, label=title, verbose=False)
+        # viser prints a banner with its address whatever ``verbose`` says: the caller prints the one
+        # address to open (the runner, replay); a second one (make demo's screenshot server on a
+        # random port) only made a new user look for a page that is gone
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.server = viser.ViserServer(host=host, port=port, label=title, verbose=False)
         self.host, self.port = host, self.server.get_port() if hasattr(self.server, "get_port") else port
         if port and self.port != port:
             # viser moves on to the next free port when the one asked for is taken: the address the

@@ -99,3 +99,17 @@ def test_a_taken_port_is_refused_not_moved_to_the_next_one():
         port = taken.getsockname()[1]
         with pytest.raises(OSError, match=rf"^port {port} on 127\.0\.0\.1 is in use \(viser would have served on "):
             ConsolePage("127.0.0.1", port)
+
+
+def test_the_page_prints_no_second_address(capfd):
+    """viser's own banner (a random port for make demo's screenshot) is not printed: the runner and
+    the replay print the one address to open."""
+    from hand_console.page import ConsolePage
+
+    page = ConsolePage("127.0.0.1", 0)
+    try:
+        assert page.port > 0
+        out = capfd.readouterr().out
+        assert "Websocket" not in out and f"127.0.0.1:{page.port}" not in out
+    finally:
+        page.close()
