@@ -71,12 +71,15 @@ def source_problem(source: tuple[int, int] | None) -> str | None:
 
 def summary_lines(recording: dict[str, dict[str, int | None]]) -> str:
     """One line per recorded topic: published (where known) vs recorded (without a bag: vs what
-    the runner received)."""
+    the runner received); a last line says what a ``?`` means when one is shown."""
     lines = []
     for topic, c in recording.items():
         pub = "?" if c["published"] is None else str(c["published"])
         got = f"recorded {c['recorded']}" if c["recorded"] is not None else f"received {c['monitor']} (no bag)"
         lines.append(f"  {topic}: published {pub}, {got}")
+    if any(c["published"] is None for c in recording.values()):
+        lines.append("  (published ?: no count to check against - the tracker counts its topics when a finite "
+                     "source ends; the other nodes do not count)")
     return "\n".join(lines)
 
 

@@ -93,6 +93,10 @@ def test_a_lost_message_is_named_with_the_topic_and_the_numbers(tmp_path):
     assert runner.recording[contract.TOPIC_JOINT_STATES]["published"] is None
     assert f"{contract.TOPIC_LANDMARKS}: published 533, recorded 483 (50 lost)" in runner.recording_problems
     assert "/hand/landmarks: published 533, recorded 483" in runner.recording_summary()
+    # /joint_states has no count: the tally says what its "?" means, once
+    summary = runner.recording_summary().splitlines()
+    assert f"  {contract.TOPIC_JOINT_STATES}: published ?, recorded 100" in summary
+    assert summary[-1].startswith("  (published ?: no count to check against")
 
 
 def test_nothing_lost_is_no_problem(tmp_path):
@@ -104,6 +108,7 @@ def test_nothing_lost_is_no_problem(tmp_path):
     runner.recorder = _FakeRecorder({contract.TOPIC_LANDMARKS: 533})
     runner._check_recording()
     assert runner.recording_problems == []
+    assert runner.recording_summary() == f"  {contract.TOPIC_LANDMARKS}: published 533, recorded 533"  # no legend
 
 
 def test_frames_the_tracker_dropped_from_its_source_fail_the_run(tmp_path):
