@@ -19,7 +19,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from hand_bringup.bringup import NODES, NodeSpec
-from hand_common.param_spec import did_you_mean
+from hand_common.param_spec import did_you_mean, value_type
 
 #: rcl_interfaces ParameterType → name
 TYPE_NAMES = {1: "bool", 2: "integer", 3: "double", 4: "string", 5: "byte_array", 6: "bool_array",
@@ -122,22 +122,6 @@ def flatten(params: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _yaml_type(value: Any) -> str:
-    """The ParameterType name rcl gives a YAML value (a list takes its elements' type)."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        kinds = {_yaml_type(v) for v in value}
-        return f"{kinds.pop()}_array" if len(kinds) == 1 else f"mixed_array {sorted(kinds)}"
-    return type(value).__name__
-
-
 def yaml_problems(params: Mapping[str, Any], rows: Iterable[Row], renamed: Mapping[str, str]) -> list[str]:
     """What is wrong in one node's ``ros__parameters`` (nested allowed) against its declared table:
     a name the node does not declare (an old name says its new one, a misspelt one the close
@@ -150,6 +134,6 @@ def yaml_problems(params: Mapping[str, Any], rows: Iterable[Row], renamed: Mappi
             problems.append(f"'{name}' is now '{renamed[name]}'")
         elif name not in declared:
             problems.append(f"{name}: not declared by the node{did_you_mean(name, declared)}")
-        elif (t := _yaml_type(value)) != declared[name].type and not (value == [] and declared[name].type.endswith("_array")):
+        elif (t := value_type(value)) != declared[name].type and not (value == [] and declared[name].type.endswith("_array")):
             problems.append(f"{name}: YAML gives {t} {value!r}, the node declares {declared[name].type}")
     return problems
