@@ -421,8 +421,58 @@ class Runner:
         alive = [s.name for s in shutdown_order(self.specs) if self.procs.get(s.key) and self.procs[s.key].alive()]
         return client.bring_down(alive, final="shutdown")
 
+    #: After deactivating the tracker at the end of a run its source did not end: diagnostics
+    #: periods (plus 2 s) to wait for its final status (:meth:`stop_tracker_for_counts`).
+    STOPPED_STATUS_PERIODS = 2.0
+
+    def stop_tracker_for_counts(self) -> None:
+        """A run whose source did not finish (a camera, a looped file, --duration, Ctrl-C): get the
+        tracker's final counts before the check. Deactivates the nodes in shutdown order up to the
+        tracker (actuators first: safe pose; the console and the nodes before the tracker stay),
+        waits for the tracker's first ``inactive`` status (it publishes no data any more; its
+        diagnostics timer goes on: frames, flexions_published per topic), then drains the bag (or
+        the runner's own subscriptions) as for a finite source, so a lost message fails the run.
+        Nothing to do after a finite source's end, without a tracker or after a failure."""
+        from hand_common.lifecycle_client import LifecycleClient, LifecycleError
+
+        tracker = self.procs.get(TRACKER)
+        if (self.probe is None or tracker is None or not tracker.alive() or self.failure is not None
+                or self.monitor.source_finished()):
+            return
+        self.monitor.stopping = True
+        client = LifecycleClient(self.probe.node, timeout=10.0)
+        names = []
+        for spec in shutdown_order(self.specs):
+            if self.procs.get(spec.key) and self.procs[spec.key].alive():
+                names.append(spec.name)
+            if spec.key == TRACKER:
+                break
+        self.monitor.expect_stopped_status()
+        for name in names:
+            try:
+                if client.settled_state(name) == "active" and not client.transition(name, "deactivate"):
+                    print(f"[runner] warning: /{name}: deactivate refused", file=sys.stderr, flush=True)
+            except LifecycleError as exc:
+                print(f"[runner] warning: {exc}", file=sys.stderr, flush=True)
+        period = float(self.cfg.overrides.get(TRACKER, {}).get("diagnostics_period_s", 1.0))
+        wait_s = self.STOPPED_STATUS_PERIODS * period + 2.0
+        end = time.monotonic() + wait_s
+        while self.monitor.tracker_stopped is None and time.monotonic() < end and tracker.alive():
+            time.sleep(0.05)
+        if self.monitor.tracker_stopped is None:
+            print(f"[runner] warning: the deactivated tracker sent no status within {wait_s:.0f} s:"
+                  " its topics have no published count to check (published ?)", file=sys.stderr, flush=True)
+            return
+        self.drain_recording()
+
     def stop(self) -> None:
         self.sample_cpu()
+        try:
+            self.stop_tracker_for_counts()
+        except KeyboardInterrupt:  # a second Ctrl-C: stop now, without the final counts
+            print("[runner] second interrupt: stopping without the tracker's final counts", file=sys.stderr)
+        except Exception as exc:  # noqa: BLE001 - never skip stopping the processes
+            print(f"[runner] warning: final counts: {exc}", file=sys.stderr)
         problems = []
         try:
             problems = self.bring_down()
@@ -496,8 +546,9 @@ class Runner:
         self.check_source()
 
     def published_counts(self) -> dict[str, int]:
-        """Messages the tracker says it sent, per topic, once its source finished
-        (:meth:`RunMonitor.published_counts`)."""
+        """Messages the tracker says it sent, per topic, once its counts are final: its source
+        finished, or the runner deactivated it (:meth:`stop_tracker_for_counts`,
+        :meth:`RunMonitor.published_counts`)."""
         landmarks = self.cfg.overrides.get(TRACKER, {}).get(tracker_iface.PARAM_PUBLISH_LANDMARKS, True) is not False
         return self.monitor.published_counts(landmarks)
 
@@ -511,7 +562,8 @@ class Runner:
             return
         start = time.monotonic()
         end = start + self.DRAIN_IDLE_S
-        while not self.monitor.source_finished() and self.cfg.video_frames and time.monotonic() < end:
+        while (not self.monitor.source_finished() and self.monitor.tracker_stopped is None
+               and self.cfg.video_frames and time.monotonic() < end):
             time.sleep(0.05)  # the tracker's final count comes with its next diagnostics
         if self.recorder is not None:
             self.recorder.drain(self.published_counts, self.check_alive, idle_s=self.DRAIN_IDLE_S,

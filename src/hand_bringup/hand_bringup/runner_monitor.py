@@ -38,6 +38,8 @@ HISTORY = 9000
 ACTUATOR_INTERFACES = {TWIN: twin_iface, SERVO_DRIVER: servo_iface}
 #: Frames and latencies the progress line's rate and median cover (the last ~2 s).
 PROGRESS_WINDOW = 60
+#: The lifecycle label of the tracker's status (``state`` key) once deactivated.
+STATE_INACTIVE = "inactive"
 
 
 class RunMonitor:
@@ -72,6 +74,11 @@ class RunMonitor:
         #: once the runner deactivates the tracker, its status reports dropped_frames 0 (its prefetch
         #: queue is gone), which made a run that dropped 507 of 621 frames exit 0
         self.tracker_at_end: dict[str, str] | None = None
+        #: a source that does not finish (camera, looped file) or a run ended before its end
+        #: (--duration, Ctrl-C): the tracker's first ``inactive`` status after the runner
+        #: deactivated it (:meth:`expect_stopped_status`): its final counts, nothing published after
+        self.tracker_stopped: dict[str, str] | None = None
+        self._awaiting_stopped = False
         self.landmark_msgs = 0
         self.flexion_msgs = 0  # every flexion topic (two hands: both sides)
         self.flexion_msgs_by_topic: dict[str, int] = {}
@@ -176,7 +183,17 @@ class RunMonitor:
             if (self.tracker_at_end is None and status.name.endswith(tracker_iface.STATUS_SUFFIX)
                     and entry.get(tracker_iface.KEY_WATCHDOG) == tracker_iface.WATCHDOG_FINISHED):
                 self.tracker_at_end = entry
+            if (self._awaiting_stopped and self.tracker_stopped is None
+                    and status.name.endswith(tracker_iface.STATUS_SUFFIX)
+                    and entry.get(tracker_iface.KEY_STATE) == STATE_INACTIVE):
+                self.tracker_stopped = entry
             self.count_safe_pose(status.name, entry)
+
+    def expect_stopped_status(self) -> None:
+        """The runner is deactivating the tracker to end the run: its next ``inactive`` status is
+        its final count (:attr:`tracker_stopped`; an inactive status from before, at bring-up,
+        counts nothing)."""
+        self._awaiting_stopped = True
 
     def count_safe_pose(self, name: str, entry: dict[str, str], now: float | None = None) -> None:
         """Count an actuator's transitions from following commands to its safe pose (each
@@ -238,15 +255,24 @@ class RunMonitor:
         """True once the tracker reports that its finite source ended (video, images, bag)."""
         return self.source_status().get(tracker_iface.KEY_WATCHDOG) == tracker_iface.WATCHDOG_FINISHED
 
+    def final_status(self) -> dict[str, str] | None:
+        """The tracker's status whose counts are final: the one of its finite source's end, else
+        its first status once the runner deactivated it (:attr:`tracker_stopped`); None before."""
+        st = self.source_status()
+        if st.get(tracker_iface.KEY_WATCHDOG) == tracker_iface.WATCHDOG_FINISHED:
+            return st
+        return self.tracker_stopped
+
     def published_counts(self, landmarks_published: bool = True) -> dict[str, int]:
         """Messages the publishers say they sent, per topic, where they say it, once the tracker's
-        source finished: /hand/landmarks from its ``frames`` diagnostic (one message per frame,
+        counts are final (:meth:`final_status`: its finite source finished, or the runner
+        deactivated it): /hand/landmarks from its ``frames`` diagnostic (one message per frame,
         when ``landmarks_published``; two hands: each side's landmarks topic too), the flexion
         topics from its ``flexions_published`` (two hands: ``flexions_published_<side>`` on each
         side's /target_flexions and /joint_flexions)."""
-        st = self.source_status()
+        st = self.final_status()
         out: dict[str, int] = {}
-        if st.get(tracker_iface.KEY_WATCHDOG) != tracker_iface.WATCHDOG_FINISHED:
+        if st is None:
             return out
         frames = st.get(tracker_iface.KEY_FRAMES) if landmarks_published else None
         if frames is not None:

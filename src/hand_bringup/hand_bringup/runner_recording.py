@@ -79,7 +79,7 @@ def summary_lines(recording: dict[str, dict[str, int | None]]) -> str:
         lines.append(f"  {topic}: published {pub}, {got}")
     if any(c["published"] is None for c in recording.values()):
         lines.append("  (published ?: no count to check against - the tracker counts its topics when a finite "
-                     "source ends; the other nodes do not count)")
+                     "source ends or the runner deactivates it at the end; the other nodes do not count)")
     return "\n".join(lines)
 
 

@@ -73,6 +73,36 @@ def test_unpaced_bag_replay_records_every_message(source_bag, tmp_path, run):
     assert sorted(indices) == list(range(N))
 
 
+@pytest.mark.parametrize("record", [True, False], ids=["bag", "no-record"])
+def test_a_looped_source_ended_by_duration_prints_published_counts(source_bag, tmp_path, record):
+    """A looped recording (like a camera: it never finishes) ended by --duration: the runner
+    deactivates the tracker, takes its final counts and checks the bag (or, --no-record, its own
+    subscriptions) against them: every tracker topic has a published number, not '?'. The loop
+    is paced (600 frames, 20 s a pass): a few seconds end it in its first pass."""
+    import re
+
+    out = tmp_path / "loop"
+    args = [sys.executable, "-m", "hand_bringup.runner", "operator", "--source", f"bag:{source_bag}",
+            "-p", "tracker.loop=true", "--duration", "4", "--out", str(out)] + ([] if record else ["--no-record"])
+    p = subprocess.run(args, capture_output=True, text=True, timeout=180)
+    output = p.stdout + p.stderr
+    assert p.returncode == 0, output[-3000:]
+    got = "recorded" if record else "received"
+    counts = {}
+    for topic in (contract.TOPIC_LANDMARKS, contract.TOPIC_TARGET_FLEXIONS):
+        assert f"  {topic}: published ?" not in output, output[-3000:]  # (/diagnostics has no count)
+        m = re.search(rf"  {re.escape(topic)}: published (\d+), {got} (\d+)", output)
+        assert m, output[-3000:]
+        counts[topic] = int(m[1])
+        assert int(m[2]) == counts[topic]
+    assert 0 < counts[contract.TOPIC_LANDMARKS] < N  # ended by --duration, in its first pass
+    assert counts[contract.TOPIC_TARGET_FLEXIONS] == counts[contract.TOPIC_LANDMARKS]  # a hand in every frame
+    if record:
+        bag = topic_counts(out / "operator_bag")
+        assert bag[contract.TOPIC_LANDMARKS][1] == counts[contract.TOPIC_LANDMARKS]
+        assert bag[contract.TOPIC_JOINT_FLEXIONS][1] == counts[contract.TOPIC_TARGET_FLEXIONS]
+
+
 class _FakeRecorder:
     def __init__(self, counts):
         self._counts = counts
@@ -169,13 +199,15 @@ def test_without_a_bag_the_runner_tallies_what_it_received(tmp_path):
     runner.probe = None
 
 
-def _tracker_diagnostics(state: str, watchdog: str, frames: int, dropped: int) -> SimpleNamespace:
+def _tracker_diagnostics(state: str, watchdog: str, frames: int, dropped: int,
+                         flexions: int | None = None) -> SimpleNamespace:
     """A /diagnostics message with the tracker's status as the node publishes it (the keys the
-    end check reads, from hand_tracking.interface)."""
+    end check reads, from hand_tracking.interface); ``flexions`` published (default: ``frames``)."""
     from hand_tracking import interface as tracker_iface
 
+    flexions = frames if flexions is None else flexions
     values = {tracker_iface.KEY_STATE: state, tracker_iface.KEY_WATCHDOG: watchdog,
-              tracker_iface.KEY_FRAMES: str(frames), tracker_iface.KEY_FLEXIONS_PUBLISHED: str(frames),
+              tracker_iface.KEY_FRAMES: str(frames), tracker_iface.KEY_FLEXIONS_PUBLISHED: str(flexions),
               tracker_iface.KEY_DROPPED_FRAMES: str(dropped), tracker_iface.KEY_BAD_FRAMES: "0",
               tracker_iface.KEY_LAST_ERROR: ""}
     status = SimpleNamespace(name=f"{tracker_iface.NODE}{tracker_iface.STATUS_SUFFIX}", level=1,
@@ -203,6 +235,42 @@ def test_dropped_frames_count_from_the_source_end_not_from_the_deactivated_track
     assert len(runner.recording_problems) == 1
     assert runner.recording_problems[0].startswith(
         f"{contract.TOPIC_LANDMARKS}: the source had 621 frames, the tracker dropped 507 ")
+
+
+@pytest.mark.parametrize("record", [True, False], ids=["bag", "no-record"])
+def test_a_looping_run_counts_from_the_deactivated_tracker_and_fails_on_a_loss(tmp_path, record):
+    """A camera or a looped file never reports 'finished': the runner deactivates the tracker at
+    the end and its first inactive status is the final count. An inactive status from bring-up
+    (frames 0) or an active one is not; a flexion lost after that fails the run, topic and
+    numbers named (issue 27: a 1-hour looped run printed 'published ?' for every topic)."""
+    from hand_bringup.runner_core import RunConfig, Runner
+
+    runner = Runner(RunConfig(profile="operator", out_dir=tmp_path, record=record))
+    mon = runner.monitor
+    mon.read_diagnostics(_tracker_diagnostics("inactive", "ok", 0, 0))  # configured, not yet active
+    mon.read_diagnostics(_tracker_diagnostics("active", "ok", 150, 3, flexions=140))
+    assert runner.published_counts() == {}  # still publishing: no final count
+    mon.expect_stopped_status()  # the runner deactivates the tracker
+    mon.read_diagnostics(_tracker_diagnostics("active", "ok", 175, 3, flexions=165))  # sent before it stopped
+    assert mon.tracker_stopped is None and runner.published_counts() == {}
+    mon.read_diagnostics(_tracker_diagnostics("inactive", "ok", 180, 0, flexions=170))
+    mon.read_diagnostics(_tracker_diagnostics("inactive", "ok", 999, 0, flexions=999))  # later: not read
+    assert runner.published_counts() == {contract.TOPIC_LANDMARKS: 180, contract.TOPIC_TARGET_FLEXIONS: 170,
+                                         contract.TOPIC_JOINT_FLEXIONS: 170}
+    assert mon.source_frames() is None  # a camera's stale frames are not a loss of the source
+    mon.landmark_msgs = 180
+    mon.flexion_msgs_by_topic = {contract.TOPIC_TARGET_FLEXIONS: 168}
+    if record:
+        runner.recorder = _FakeRecorder({contract.TOPIC_LANDMARKS: 180, contract.TOPIC_TARGET_FLEXIONS: 168,
+                                         contract.TOPIC_JOINT_FLEXIONS: 170})
+        lost = f"{contract.TOPIC_TARGET_FLEXIONS}: published 170, recorded 168 (2 lost)"
+    else:
+        runner.probe = SimpleNamespace(callback_errors=0)
+        lost = f"{contract.TOPIC_TARGET_FLEXIONS}: published 170, the runner received 168 (2 lost)"
+    runner._check_recording()
+    runner.probe = None
+    assert runner.recording_problems == [lost]
+    assert "?" not in runner.recording_summary()
 
 
 def test_a_finite_run_that_stopped_on_idle_fails(tmp_path):
