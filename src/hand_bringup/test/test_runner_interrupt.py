@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -69,5 +70,10 @@ def test_stop_signal_sends_actuators_to_safe_pose_and_stops_every_process(video_
     assert frames[-1]["outputs"] == SAFE_US
     driver_log = (out / "logs" / "servo_driver.log").read_text()
     assert "inactive: safe pose sent" in driver_log  # deactivated through its lifecycle, not killed
+    # a looped video never finishes: the runner took the deactivated tracker's final counts and
+    # compared its own subscriptions with them (it printed "published ?", issue 27)
+    for topic in ("/hand/landmarks", "/hand/target_flexions"):
+        m = re.search(rf"  {re.escape(topic)}: published (\d+), received (\d+) \(no bag\)", output)
+        assert m and int(m[1]) > 0 and m[1] == m[2], output[-3000:]
     time.sleep(0.5)
     assert [p for p in processes_mentioning(str(out)) if p in children] == []
