@@ -164,54 +164,78 @@ def test_gesture_session_through_the_nodes(system):
     assert all(np.all(np.isfinite(c.position)) for c in cmds)
 
 
+class _ArmDriverRun:
+    """An arm driver process named ``name`` on a simulated STS bus behind a pty, lifecycle-driven
+    to active, following ``/<name>/commands``, with a probe that reads its /diagnostics."""
+
+    def __init__(self, tmp_path, name: str, *params: str) -> None:
+        self.name = name
+        self.bus = SimBus()
+        self.srv = PtySimBus(self.bus)
+        share = bringup.share_file("arm_teleop", "config/arm_driver.yaml")
+        self.proc = NodeProcess.module(
+            "arm_teleop.driver_node", "--ros-args", "--params-file", share,
+            "-r", f"__node:={name}_driver", "-r", f"{topics.JOINT_COMMANDS}:=/{name}/commands",
+            "-p", "real_hardware:=true", "-p", "allow_motion:=true", "-p", "rate_hz:=1.0", *params,
+            "-p", f"timeout_ms:={SIM_TIMEOUT_MS}", "-p", f"port:={self.srv.port}",
+            log_path=str(tmp_path / "driver.log"))
+        self.probe = RosProbe(f"{name}_probe")
+        self._diags = self.probe.collect(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, contract.qos(contract.STREAM))
+        self.cal = Calibration()
+
+    def __enter__(self) -> _ArmDriverRun:
+        try:
+            assert self.probe.change_state(f"{self.name}_driver", "configure", timeout=30), self.proc.tail()
+            assert self.probe.change_state(f"{self.name}_driver", "activate"), self.proc.tail()
+            self.pub = self.probe.publisher(JointState, f"/{self.name}/commands", contract.qos(contract.LATEST))
+            self.probe.wait_for_subscribers(self.pub)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.probe.close()
+        self.proc.stop()
+        self.srv.close()
+
+    def figures(self) -> dict[str, str]:
+        """The driver's latest /diagnostics values (its status names our pty)."""
+        mine = [a.status[0] for a in list(self._diags) if a.status and a.status[0].hardware_id == self.srv.port]
+        return {kv.key: kv.value for kv in mine[-1].values} if mine else {}
+
+    def publish(self, k: int) -> int:
+        """Command ``k`` (shoulder_pan at 0.05 (k + 1) rad, once); returns its goal tick."""
+        q = np.array([0.05 * (k + 1), 0.0, 0.0, 0.0, 0.0, 0.0])
+        self.pub.publish(JointState(name=list(ALL_JOINTS), position=[float(x) for x in q]))
+        return int(self.cal.to_ticks(q)[0])
+
+    def written(self, tick: int) -> bool:
+        """shoulder_pan's goal ``tick`` is on the bus."""
+        return any(w["id"] == self.cal.ids[0] and w["addr"] == p.ADDR_GOAL_POSITION
+                   and p.unword(*w["data"][:2]) == tick for w in self.bus.writes)
+
+
 def test_driver_writes_each_command_when_it_arrives(tmp_path):
     """A 1 Hz read loop and a 0.15 s command_timeout_s: a command published once is written when it
     arrives (before, the 1 Hz tick found most of them stale and never wrote them), and the driver's
     /diagnostics account for each: received, written, none expired or rejected."""
-    bus = SimBus()
-    srv = PtySimBus(bus)
-    share = bringup.share_file("arm_teleop", "config/arm_driver.yaml")
-    proc = NodeProcess.module("arm_teleop.driver_node", "--ros-args", "--params-file", share,
-                              "-r", "__node:=arrival_driver", "-r", f"{topics.JOINT_COMMANDS}:=/arrival/commands",
-                              "-p", "real_hardware:=true", "-p", "allow_motion:=true", "-p", "rate_hz:=1.0",
-                              "-p", f"timeout_ms:={SIM_TIMEOUT_MS}",
-                              "-p", f"port:={srv.port}", log_path=str(tmp_path / "driver.log"))
-    probe = RosProbe("arrival_probe")
-    diags = probe.collect(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, contract.qos(contract.STREAM))
-
-    def figures() -> dict[str, str]:
-        """The arrival driver's latest /diagnostics values (its status names our pty)."""
-        mine = [a.status[0] for a in list(diags) if a.status and a.status[0].hardware_id == srv.port]
-        return {kv.key: kv.value for kv in mine[-1].values} if mine else {}
+    run = _ArmDriverRun(tmp_path, "arrival")
 
     def report(k: int, tick: int) -> str:
         """What the driver and the bus show at the timeout (not before the wait)."""
-        return (f"command {k} (shoulder_pan tick {tick}) on the bus; driver alive {proc.alive()}, its "
-                f"/diagnostics {figures()}; the bus answered {bus.instructions} instructions, "
-                f"last writes {bus.writes[-2:]}\n{proc.tail()}")
+        return (f"command {k} (shoulder_pan tick {tick}) on the bus; driver alive {run.proc.alive()}, its "
+                f"/diagnostics {run.figures()}; the bus answered {run.bus.instructions} instructions, "
+                f"last writes {run.bus.writes[-2:]}\n{run.proc.tail()}")
 
-    try:
-        assert probe.change_state("arrival_driver", "configure", timeout=30), proc.tail()
-        assert probe.change_state("arrival_driver", "activate"), proc.tail()
-        pub = probe.publisher(JointState, "/arrival/commands", contract.qos(contract.LATEST))
-        probe.wait_for_subscribers(pub)
-        cal = Calibration()
+    with run:
         for k in range(5):
-            q = np.array([0.05 * (k + 1), 0.0, 0.0, 0.0, 0.0, 0.0])
-            tick = int(cal.to_ticks(q)[0])
-            pub.publish(JointState(name=list(ALL_JOINTS), position=[float(x) for x in q]))
-
-            def written(tick=tick):
-                return any(w["id"] == cal.ids[0] and w["addr"] == p.ADDR_GOAL_POSITION
-                           and p.unword(*w["data"][:2]) == tick for w in bus.writes)
-            wait_until(written, 10, lambda k=k, tick=tick: report(k, tick))
-        wait_until(lambda: figures().get("commands_received") == "5", 10, lambda: f"5 commands received: {figures()}")
-        fig = figures()
+            tick = run.publish(k)
+            wait_until(lambda tick=tick: run.written(tick), 10, lambda k=k, tick=tick: report(k, tick))
+        wait_until(lambda: run.figures().get("commands_received") == "5", 10,
+                   lambda: f"5 commands received: {run.figures()}")
+        fig = run.figures()
         assert (fig["commands"], fig["commands_expired"], fig["commands_rejected"]) == ("5", "0", "0"), fig
-    finally:
-        probe.close()
-        proc.stop()
-        srv.close()
 
 
 def test_driver_writes_a_command_the_cap_held_when_the_cap_allows(tmp_path):
@@ -219,44 +243,14 @@ def test_driver_writes_a_command_the_cap_held_when_the_cap_allows(tmp_path):
     commands the third is held by the cap and written by the driver's one-shot wake when the
     bucket has a token again (writes_released), not by the tick (which leaves it to the wake);
     none expires (command_timeout_s 10)."""
-    bus = SimBus()
-    srv = PtySimBus(bus)
-    share = bringup.share_file("arm_teleop", "config/arm_driver.yaml")
-    proc = NodeProcess.module("arm_teleop.driver_node", "--ros-args", "--params-file", share,
-                              "-r", "__node:=capped_driver", "-r", f"{topics.JOINT_COMMANDS}:=/capped/commands",
-                              "-p", "real_hardware:=true", "-p", "allow_motion:=true", "-p", "rate_hz:=1.0",
-                              "-p", "max_write_rate_hz:=0.2", "-p", "command_timeout_s:=10.0",
-                              "-p", f"timeout_ms:={SIM_TIMEOUT_MS}",
-                              "-p", f"port:={srv.port}", log_path=str(tmp_path / "driver.log"))
-    probe = RosProbe("capped_probe")
-    diags = probe.collect(DiagnosticArray, contract.TOPIC_DIAGNOSTICS, contract.qos(contract.STREAM))
-
-    def figures() -> dict[str, str]:
-        mine = [a.status[0] for a in list(diags) if a.status and a.status[0].hardware_id == srv.port]
-        return {kv.key: kv.value for kv in mine[-1].values} if mine else {}
-
-    try:
-        assert probe.change_state("capped_driver", "configure", timeout=30), proc.tail()
-        assert probe.change_state("capped_driver", "activate"), proc.tail()
-        pub = probe.publisher(JointState, "/capped/commands", contract.qos(contract.LATEST))
-        probe.wait_for_subscribers(pub)
-        cal = Calibration()
+    with _ArmDriverRun(tmp_path, "capped", "-p", "max_write_rate_hz:=0.2", "-p", "command_timeout_s:=10.0") as run:
         for k in range(3):
-            q = np.array([0.05 * (k + 1), 0.0, 0.0, 0.0, 0.0, 0.0])
-            tick = int(cal.to_ticks(q)[0])
-            pub.publish(JointState(name=list(ALL_JOINTS), position=[float(x) for x in q]))
-
-            def written(tick=tick):
-                return any(w["id"] == cal.ids[0] and w["addr"] == p.ADDR_GOAL_POSITION
-                           and p.unword(*w["data"][:2]) == tick for w in bus.writes)
-            wait_until(lambda k=k: figures().get("commands_received") == str(k + 1), 15,
-                       lambda k=k: f"command {k} received: {figures()}\n{proc.tail()}")
-            wait_until(written, 15, lambda k=k: f"command {k} on the bus: {figures()}\n{proc.tail()}")
-        wait_until(lambda: figures().get("commands") == "3", 10, lambda: f"3 written: {figures()}")
-        fig = figures()
+            tick = run.publish(k)
+            wait_until(lambda k=k: run.figures().get("commands_received") == str(k + 1), 15,
+                       lambda k=k: f"command {k} received: {run.figures()}\n{run.proc.tail()}")
+            wait_until(lambda tick=tick: run.written(tick), 15,
+                       lambda k=k: f"command {k} on the bus: {run.figures()}\n{run.proc.tail()}")
+        wait_until(lambda: run.figures().get("commands") == "3", 10, lambda: f"3 written: {run.figures()}")
+        fig = run.figures()
         assert int(fig["writes_held"]) >= 1 and fig["writes_released"] == "1", fig
         assert (fig["commands_expired"], fig["commands_rejected"]) == ("0", "0"), fig
-    finally:
-        probe.close()
-        proc.stop()
-        srv.close()
